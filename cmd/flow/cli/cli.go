@@ -1,0 +1,122 @@
+// Package cli owns flow's command line: commands, flags, exit codes, and how results
+// are printed. It does not own loading, planning or running (engine does) nor the
+// task types (main builds the registry and passes it in).
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/flowdev/flow/tasks"
+)
+
+// Exit codes are part of the contract.
+const (
+	ExitOK          = 0
+	ExitTaskFailed  = 1
+	ExitInvalid     = 2
+	ExitInterrupted = 130
+)
+
+// exitError carries an exit code; reported means the message was already printed.
+type exitError struct {
+	code     int
+	err      error
+	reported bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func fail(code int, err error) error { return &exitError{code: code, err: err} }
+func failf(code int, format string, args ...any) error {
+	return fail(code, fmt.Errorf(format, args...))
+}
+func reported(code int, err error) error { return &exitError{code: code, err: err, reported: true} }
+
+// ExitCode maps an error from Execute to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return ExitInvalid // cobra's own errors are usage errors
+}
+
+// Reported tells main whether the error's message was already printed.
+func Reported(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.reported
+}
+
+// CLI is one invocation's context.
+type CLI struct {
+	reg    *tasks.Registry
+	stdout io.Writer
+	stderr io.Writer
+	root   *cobra.Command
+
+	statePath string
+	logLevel  string
+	logJSON   bool
+}
+
+// New builds the command tree over reg.
+func New(reg *tasks.Registry, stdout, stderr io.Writer) *CLI {
+	c := &CLI{reg: reg, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "flow",
+		Short: "Run typed task graphs from HCL, with checkpoints and resume",
+		Long: `flow runs the tasks declared in a flow file (HCL) as a dependency graph, in parallel,
+and checkpoints every finished task instance, so an interrupted or failed run continues
+with "flow resume" without redoing what succeeded.`,
+		Example: `  flow validate flows/demo.hcl
+  flow run flows/demo.hcl --var members='["a","b"]'
+  flow status            # from a second terminal while it runs
+  flow resume            # after Ctrl-C or a failure`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file (default $FLOW_STATE or .flow/state.db)")
+	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
+	root.PersistentFlags().BoolVar(&c.logJSON, "log-json", false, "write flow's own logs as JSON")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fail(ExitInvalid, fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
+	})
+	root.AddCommand(c.runCmd(), c.resumeCmd(), c.statusCmd(), c.planCmd(), c.graphCmd(),
+		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.tasksCmd())
+	c.root = root
+	return c
+}
+
+// Execute runs the command line args.
+func (c *CLI) Execute(args []string) error {
+	c.root.SetArgs(args)
+	return c.root.Execute()
+}
+
+func (c *CLI) state() string {
+	if c.statePath != "" {
+		return c.statePath
+	}
+	if p := os.Getenv("FLOW_STATE"); p != "" {
+		return p
+	}
+	return ".flow/state.db"
+}
+
+func (c *CLI) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name: "flow", Level: hclog.LevelFromString(c.logLevel), Output: c.stderr, JSONFormat: c.logJSON,
+	})
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/spf13/cobra"
+)
+
+func (c *CLI) fmtCmd() *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "fmt [PATH]",
+		Short: "Rewrite flow files in the canonical format",
+		Long: `Rewrite .hcl files in the canonical HCL format, in place: PATH is a file or a directory
+(default: the current directory, not recursive). With --check nothing is written; the
+command lists the files that would change and exits 1 if there are any.`,
+		Example: `  flow fmt
+  flow fmt flows/
+  flow fmt --check flows/    # in CI`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "."
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return c.format(path, check)
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "only list files that are not formatted; exit 1 if any")
+	return cmd
+}
+
+func (c *CLI) format(path string, check bool) error {
+	files := []string{path}
+	if info, err := os.Stat(path); err != nil {
+		return fail(ExitInvalid, err)
+	} else if info.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*.hcl"))
+	}
+	changed := 0
+	for _, name := range files {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			return fail(ExitInvalid, err)
+		}
+		// Never rewrite a file that does not parse: formatting would garble it.
+		if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
+			c.printDiags(nil, diags)
+			return reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
+		}
+		out := hclwrite.Format(src)
+		if bytes.Equal(src, out) {
+			continue
+		}
+		changed++
+		fmt.Fprintln(c.stdout, name)
+		if !check {
+			if err := os.WriteFile(name, out, 0o644); err != nil {
+				return fail(ExitInvalid, err)
+			}
+		}
+	}
+	if check && changed > 0 {
+		return reported(ExitTaskFailed, fmt.Errorf("%d files are not formatted", changed))
+	}
+	return nil
+}

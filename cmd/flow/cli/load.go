@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/cobra"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/config"
+)
+
+// varFlags are the variable-setting flags shared by run, resume, plan and validate.
+type varFlags struct {
+	vars  []string
+	files []string
+}
+
+func (v *varFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "set a variable: NAME=VALUE (repeatable)")
+	cmd.Flags().StringArrayVar(&v.files, "var-file", nil, "read variables from an HCL or JSON file (repeatable)")
+}
+
+// loaded is a flow read, assigned and planned.
+type loaded struct {
+	flow *config.Flow
+	vars map[string]cty.Value
+	plan *engine.Plan
+}
+
+// load reads path and plans it, printing every diagnostic. base holds the values
+// recorded by a run being resumed. With partial set, variables without a value are
+// unknown instead of an error (for validate and graph).
+func (c *CLI) load(path string, v varFlags, base map[string]cty.Value, partial bool) (*loaded, error) {
+	flow, diags := config.Load(path, c.reg)
+	if diags.HasErrors() {
+		return nil, c.reportDiags(flow, diags)
+	}
+	vars, d := flow.Assign(config.VarInputs{Base: base, Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: partial})
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, c.reportDiags(flow, diags)
+	}
+	scope, d := flow.NewScope(vars)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, c.reportDiags(flow, diags)
+	}
+	plan, d := engine.NewPlan(flow, scope)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, c.reportDiags(flow, diags)
+	}
+	if len(diags) > 0 {
+		c.printDiags(flow, diags)
+	}
+	return &loaded{flow: flow, vars: vars, plan: plan}, nil
+}
+
+func (c *CLI) printDiags(flow *config.Flow, diags hcl.Diagnostics) {
+	files := map[string]*hcl.File{}
+	if flow != nil {
+		for name, src := range flow.Sources {
+			files[name] = &hcl.File{Bytes: src}
+		}
+	}
+	w := hcl.NewDiagnosticTextWriter(c.stderr, files, 100, false)
+	w.WriteDiagnostics(diags)
+}
+
+// reportDiags prints diags and returns the invalid-flow error.
+func (c *CLI) reportDiags(flow *config.Flow, diags hcl.Diagnostics) error {
+	c.printDiags(flow, diags)
+	n := len(diags.Errs())
+	msg := "the flow is invalid"
+	if n > 1 {
+		msg = fmt.Sprintf("%s (%d errors)", msg, n)
+	}
+	return reported(ExitInvalid, errors.New(msg))
+}

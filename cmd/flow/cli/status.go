@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/live"
+	"github.com/flowdev/flow/engine/state"
+)
+
+// statusDoc is the `flow status --json` contract.
+type statusDoc struct {
+	RunID  uint64    `json:"run_id"`
+	Flow   string    `json:"flow"`
+	Status string    `json:"status"`
+	Tasks  []taskDoc `json:"tasks"`
+}
+
+type taskDoc struct {
+	Address    string     `json:"address"`
+	Status     string     `json:"status"`
+	Attempts   int        `json:"attempts"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Error      string     `json:"error"`
+}
+
+func newStatusDoc(run *state.Run, status string, recs []state.Instance) statusDoc {
+	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}}
+	for _, r := range recs {
+		doc.Tasks = append(doc.Tasks, taskDoc{Address: r.Address, Status: string(r.Status), Attempts: r.Attempts,
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error})
+	}
+	return doc
+}
+
+// effectiveStatus reports a run left "running" by a process that is gone as
+// interrupted. Only call it while holding the state file, or the process may be alive.
+func effectiveStatus(r *state.Run) state.Status {
+	if r.Status == state.Running {
+		return state.Interrupted
+	}
+	return r.Status
+}
+
+// liveSource answers `flow status` and `flow logs` from other terminals during a run.
+type liveSource struct {
+	run    *state.Run
+	runner *engine.Runner
+}
+
+func (s liveSource) Status() any {
+	return newStatusDoc(s.run, string(state.Running), s.runner.Snapshot())
+}
+
+func (s liveSource) Log(addr string) ([]byte, bool) { return s.runner.Log(addr) }
+
+// openRead opens the state file for reading. While a run holds it, it returns
+// (nil, true, nil): the caller asks the running process instead.
+func (c *CLI) openRead() (*state.Store, bool, error) {
+	store, err := state.Open(c.state(), state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	var locked *state.LockedError
+	switch {
+	case errors.As(err, &locked):
+		return nil, true, nil
+	case err != nil && os.IsNotExist(errors.Unwrap(err)):
+		return nil, false, failf(ExitInvalid, "no state file at %s: nothing has run here yet", c.state())
+	case err != nil:
+		return nil, false, fail(ExitInvalid, err)
+	}
+	return store, false, nil
+}
+
+func (c *CLI) statusCmd() *cobra.Command {
+	var asJSON bool
+	var runID uint64
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the latest run and the state of each task instance",
+		Long: `Show the latest run (or --run N) and every task instance's status: pending, running,
+succeeded, failed, skipped or interrupted. It works from a second terminal while a run
+is in progress: the running flow process answers then.`,
+		Example: `  flow status
+  flow status --json | jq '.tasks[] | select(.status=="failed")'
+  flow status --run 3`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := c.loadStatus(runID)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(doc)
+			}
+			printStatus(c.stdout, doc)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().Uint64Var(&runID, "run", 0, "show this run instead of the latest")
+	return cmd
+}
+
+func (c *CLI) loadStatus(runID uint64) (statusDoc, error) {
+	var doc statusDoc
+	store, busy, err := c.openRead()
+	if err != nil {
+		return doc, err
+	}
+	if busy {
+		if err := live.Status(c.state(), &doc); err != nil {
+			return doc, failf(ExitInvalid, "%s is in use by another flow process, which did not answer: %v", c.state(), err)
+		}
+		if runID == 0 || runID == doc.RunID {
+			return doc, nil
+		}
+		return doc, failf(ExitInvalid, "run %d cannot be read while run %d is in progress", runID, doc.RunID)
+	}
+	defer store.Close()
+	run, err := pickRun(store, runID)
+	if err != nil {
+		return doc, err
+	}
+	recs, err := store.Instances(run.ID)
+	if err != nil {
+		return doc, fail(ExitInvalid, err)
+	}
+	flat := make([]state.Instance, len(recs))
+	for i, r := range recs {
+		flat[i] = *r
+	}
+	return newStatusDoc(run, string(effectiveStatus(run)), flat), nil
+}
+
+func pickRun(store *state.Store, id uint64) (*state.Run, error) {
+	if id != 0 {
+		r, err := store.GetRun(id)
+		if err != nil {
+			return nil, fail(ExitInvalid, err)
+		}
+		return r, nil
+	}
+	r, err := store.LatestRun()
+	if err != nil {
+		return nil, fail(ExitInvalid, err)
+	}
+	if r == nil {
+		return nil, failf(ExitInvalid, "no runs in %s yet", store.Path())
+	}
+	return r, nil
+}
+
+func printStatus(w io.Writer, doc statusDoc) {
+	fmt.Fprintf(w, "Run %d: %s (%s)\n", doc.RunID, doc.Status, displayPath(doc.Flow))
+	counts := map[string]int{}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range doc.Tasks {
+		counts[t.Status]++
+		detail := t.Error
+		if t.Status == string(state.Running) && t.StartedAt != nil {
+			detail = fmt.Sprintf("for %s", time.Since(*t.StartedAt).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Status, t.Address, firstLine(detail))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d instances:", len(doc.Tasks))
+	for _, s := range []state.Status{state.Succeeded, state.Running, state.Failed, state.Skipped, state.Interrupted, state.Pending} {
+		if n := counts[string(s)]; n > 0 {
+			fmt.Fprintf(w, " %d %s", n, s)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i] + " ..."
+		}
+	}
+	return s
+}
+
+func (c *CLI) runsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "runs",
+		Short:   "List the runs recorded in the state file",
+		Example: "  flow runs\n  flow runs --state /var/lib/flow/lab.db",
+		Args:    exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, busy, err := c.openRead()
+			if err != nil {
+				return err
+			}
+			if busy {
+				return failf(ExitInvalid, "%s is in use by a running flow; see \"flow status\"", c.state())
+			}
+			defer store.Close()
+			runs, err := store.Runs()
+			if err != nil {
+				return fail(ExitInvalid, err)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tRESUMES\tFLOW")
+			for _, r := range runs {
+				dur := "-"
+				if r.FinishedAt != nil {
+					dur = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, effectiveStatus(r),
+					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, displayPath(r.Flow))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (c *CLI) logsCmd() *cobra.Command {
+	var runID uint64
+	cmd := &cobra.Command{
+		Use:   "logs ADDRESS",
+		Short: "Print the captured output of one task instance",
+		Long: `Print what one task instance wrote to stdout and stderr in the latest run (or --run N),
+secrets redacted. While a run is in progress it prints the output captured so far.`,
+		Example: `  flow logs 'exec.build["member1"]'
+  flow logs exec.prepare --run 2`,
+		Args: exactArgs(1, "ADDRESS"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out, err := c.readLog(args[0], runID)
+			if err != nil {
+				return err
+			}
+			_, err = c.stdout.Write(out)
+			return err
+		},
+	}
+	cmd.Flags().Uint64Var(&runID, "run", 0, "read this run instead of the latest")
+	return cmd
+}
+
+func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
+	store, busy, err := c.openRead()
+	if err != nil {
+		return nil, err
+	}
+	if busy {
+		out, err := live.Log(c.state(), addr)
+		if err != nil {
+			return nil, failf(ExitInvalid, "logs of %s: %v", addr, err)
+		}
+		return out, nil
+	}
+	defer store.Close()
+	run, err := pickRun(store, runID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := store.Instances(run.ID)
+	if err != nil {
+		return nil, fail(ExitInvalid, err)
+	}
+	for _, r := range recs {
+		if r.Address == addr {
+			out, err := store.Logs(run.ID, addr)
+			if err != nil {
+				return nil, fail(ExitInvalid, err)
+			}
+			return out, nil
+		}
+	}
+	return nil, failf(ExitInvalid, "run %d has no task instance %s", run.ID, addr)
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/state"
+)
+
+// summary prints the end of a run: on failure the first failing instance's error and
+// the tail of its output come first, then the counts, outputs and what to do next.
+func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner, took time.Duration) {
+	w := c.stdout
+	fmt.Fprintln(w)
+	if res.FirstFailure != "" {
+		for _, r := range res.Records {
+			if r.Address == res.FirstFailure {
+				fmt.Fprintf(w, "First failure: %s: %s\n", r.Address, r.Error)
+			}
+		}
+		if out, ok := runner.Log(res.FirstFailure); ok && len(out) > 0 {
+			fmt.Fprintf(w, "Last output of %s:\n", res.FirstFailure)
+			for _, line := range tailLines(string(out), 15) {
+				fmt.Fprintf(w, "  | %s\n", line)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	counts := map[state.Status]int{}
+	for _, r := range res.Records {
+		counts[r.Status]++
+	}
+	parts := []string{fmt.Sprintf("%d succeeded", counts[state.Succeeded])}
+	if res.UpToDate > 0 {
+		parts[0] += fmt.Sprintf(" (%d up to date)", res.UpToDate)
+	}
+	for _, s := range []state.Status{state.Failed, state.Skipped, state.Interrupted, state.Pending} {
+		if counts[s] > 0 {
+			name := string(s)
+			if s == state.Pending {
+				name = "not started"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], name))
+		}
+	}
+	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, took.Round(10*time.Millisecond), strings.Join(parts, ", "))
+	c.printOutputs(res.Outputs)
+	if res.Status != state.Succeeded {
+		fmt.Fprintln(w, `Continue with "flow resume"; see "flow status" and "flow logs ADDRESS".`)
+	}
+}
+
+func (c *CLI) printOutputs(outs map[string]cty.Value) {
+	if len(outs) == 0 {
+		return
+	}
+	names := make([]string, 0, len(outs))
+	for n := range outs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(c.stdout, "Outputs:")
+	for _, n := range names {
+		v := outs[n]
+		text := "(sensitive)"
+		if !v.ContainsMarked() {
+			text = strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
+		}
+		fmt.Fprintf(c.stdout, "  %s = %s\n", n, text)
+	}
+}
+
+func tailLines(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

@@ -1,0 +1,40 @@
+// Command flow runs typed task graphs declared in HCL, with checkpoints and resume.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/flowdev/flow/cmd/flow/cli"
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/exec"
+)
+
+func main() {
+	err := run()
+	if err != nil && !cli.Reported(err) {
+		fmt.Fprintln(os.Stderr, "flow:", err)
+	}
+	os.Exit(cli.ExitCode(err))
+}
+
+func run() error {
+	reg, err := registry()
+	if err != nil {
+		return err
+	}
+	return cli.New(reg, os.Stdout, os.Stderr).Execute(os.Args[1:])
+}
+
+// registry lists every task type flow ships, explicitly, so tests can build their own.
+func registry() (*tasks.Registry, error) {
+	reg := tasks.NewRegistry()
+	for _, register := range []func(*tasks.Registry) error{
+		exec.Register,
+	} {
+		if err := register(reg); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+type outcome int
+
+const (
+	outcomeSucceeded outcome = iota
+	outcomeFailed
+	outcomeInterrupted
+	outcomeUpToDate
+)
+
+// attemptResult is what a worker reports after one attempt of one instance.
+type attemptResult struct {
+	inst            *Instance
+	attempt         int
+	kind            outcome
+	err             error
+	retryable       bool
+	retry           config.RetryPolicy
+	reason          string
+	value           cty.Value // what dependents read
+	stored          map[string]state.Value
+	redacted        bool
+	fingerprint     string
+	attrHashes      map[string]string
+	began, finished time.Time
+}
+
+// attempt evaluates inst against its finished dependencies and, unless its previous
+// success still holds, runs it once. It never panics: a panic in a task becomes the
+// attempt's error.
+func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *hcl.EvalContext) (res *attemptResult) {
+	res = &attemptResult{inst: inst, attempt: n, began: time.Now()}
+	defer func() {
+		if p := recover(); p != nil {
+			res.kind, res.err, res.retryable = outcomeFailed, fmt.Errorf("task panicked: %v", p), false
+			c.opts.Logger.Error("task panicked", "address", inst.Addr, "stack", string(debug.Stack()))
+		}
+		res.finished = time.Now()
+	}()
+	ev, diags := c.plan.evaluate(inst, ectx, true)
+	if diags.HasErrors() {
+		res.kind, res.err = outcomeFailed, errors.New(diagText(diags))
+		return res
+	}
+	res.retry = ev.retry
+	res.fingerprint, res.attrHashes = fingerprint(inst.Task, ev.inputs)
+	if n == 1 {
+		if value, why, ok := c.plan.restore(inst, ev, c.opts.Previous[inst.Addr], res.fingerprint); ok {
+			res.kind, res.value, res.reason = outcomeUpToDate, value, why
+			return res
+		} else if why != "" {
+			res.reason = why
+			c.say("%s: %s; running it", inst.Addr, why)
+		}
+	}
+	// Recorded only now, so a success that still stands is never overwritten.
+	rec := c.update(inst.Addr, func(rec *state.Instance) {
+		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
+		rec.Attempts++
+	})
+	c.commit.submit(rec, nil, false)
+	c.runTask(ctx, inst, ev, res)
+	return res
+}
+
+func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult) {
+	capt := c.captures[inst.Addr]
+	prefix := "[" + inst.Addr + "] "
+	stdout := &lineWriter{prefix: prefix, console: c.console, capture: capt, redact: c.plan.Scope.Redact}
+	stderr := &lineWriter{prefix: prefix, console: c.console, capture: capt, redact: c.plan.Scope.Redact}
+	if res.attempt > 1 {
+		capt.append([]byte(fmt.Sprintf("--- attempt %d ---\n", res.attempt)))
+		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.retry.Attempts)
+	} else {
+		c.say("%s: started", inst.Addr)
+	}
+	env := &tasks.Env{Address: inst.Addr, Attempt: res.attempt, Stdout: stdout, Stderr: stderr,
+		Logger: c.opts.Logger.Named(inst.Addr)}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if ev.timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, ev.timeout)
+	}
+	defer cancel()
+	outputs, err := ev.task.Run(runCtx, env)
+	stdout.flush()
+	stderr.flush()
+	switch {
+	case ctx.Err() != nil:
+		res.kind, res.err = outcomeInterrupted, ctx.Err()
+	case err != nil && runCtx.Err() == context.DeadlineExceeded:
+		res.kind, res.err, res.retryable = outcomeFailed, fmt.Errorf("timed out after %s", ev.timeout), true
+	case err != nil:
+		res.kind, res.err, res.retryable = outcomeFailed, err, true
+	default:
+		res.kind = outcomeSucceeded
+		if err := c.publish(inst, ev, outputs, res); err != nil {
+			res.kind, res.err = outcomeFailed, err
+		}
+	}
+}
+
+// publish converts outputs to their declared types, builds the value dependents see,
+// and encodes outputs for the state unless they derive from a secret.
+func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outputs, res *attemptResult) error {
+	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
+	for _, o := range inst.Task.Kind.Outputs {
+		v, ok := outputs[o.Name]
+		if !ok {
+			continue
+		}
+		cv, err := convert.Convert(v, o.Type)
+		if err != nil {
+			return fmt.Errorf("output %q: %w", o.Name, err)
+		}
+		if ev.sensitive {
+			cv = cv.Mark(config.Sensitive)
+		}
+		conv[o.Name] = cv
+	}
+	res.value = instanceValue(inst.Task, ev.inputs, conv)
+	if ev.sensitive {
+		res.redacted = true
+		return nil
+	}
+	res.stored = make(map[string]state.Value, len(conv))
+	for name, v := range conv {
+		sv, err := state.EncodeValue(v)
+		if err != nil {
+			return fmt.Errorf("output %q: %w", name, err)
+		}
+		res.stored[name] = sv
+	}
+	return nil
+}
+
+// restore decides whether a previous success stands: same fingerprint, outputs kept.
+// Otherwise it says why the instance runs again ("" when it never ran).
+func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp string) (cty.Value, string, bool) {
+	switch {
+	case prev == nil || prev.Status == state.Pending:
+		return cty.NilVal, "", false
+	case prev.Status != state.Succeeded:
+		return cty.NilVal, "", false
+	case prev.Redacted:
+		return cty.NilVal, "its outputs held a secret and were not stored", false
+	case prev.Fingerprint != fp:
+		_, now := fingerprint(inst.Task, ev.inputs)
+		return cty.NilVal, "inputs changed since it succeeded (" + changedAttrs(prev.AttrHashes, now) + ")", false
+	}
+	outs := map[string]cty.Value{}
+	for name, sv := range prev.Outputs {
+		v, err := sv.Decode()
+		if err != nil {
+			return cty.NilVal, "its recorded outputs could not be read", false
+		}
+		outs[name] = v
+	}
+	return instanceValue(inst.Task, ev.inputs, outs), "succeeded before with the same inputs", true
+}
+
+func changedAttrs(before, after map[string]string) string {
+	var names []string
+	for k, v := range after {
+		if before[k] != v {
+			names = append(names, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return "task type"
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// diagText renders diagnostics on one line each, with their source position.
+func diagText(diags hcl.Diagnostics) string {
+	var lines []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		s := d.Summary
+		if d.Detail != "" {
+			s += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			s = d.Subject.String() + ": " + s
+		}
+		lines = append(lines, s)
+	}
+	return strings.Join(lines, "; ")
+}

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// Checkpointer makes a batch of records durable in one transaction; *state.Store is
+// the real one.
+type Checkpointer interface {
+	Commit(runID uint64, run *state.Run, instances []*state.Instance, logs map[string][]byte) error
+}
+
+// committed reports that the records of addrs are durable (or that err prevented it).
+type committed struct {
+	addrs []string
+	err   error
+}
+
+// committer is a group commit: records submitted while a transaction is in flight go
+// into the next one, so the number of fsyncs tracks time, not the number of tasks.
+// A task that finishes is released to its dependents only once its record is durable.
+type committer struct {
+	store  Checkpointer
+	runID  uint64
+	events chan<- any
+
+	mu      sync.Mutex
+	recs    map[string]*state.Instance
+	logs    map[string][]byte
+	waiters []string
+
+	kick chan struct{}
+	done chan error
+}
+
+func newCommitter(store Checkpointer, runID uint64, events chan<- any) *committer {
+	c := &committer{store: store, runID: runID, events: events,
+		recs: map[string]*state.Instance{}, logs: map[string][]byte{},
+		kick: make(chan struct{}, 1), done: make(chan error, 1)}
+	go c.loop()
+	return c
+}
+
+// submit queues a copy of rec. With wait set, a committed event names rec's address
+// once it is durable.
+func (c *committer) submit(rec *state.Instance, log []byte, wait bool) {
+	cp := *rec
+	c.mu.Lock()
+	c.recs[rec.Address] = &cp
+	if log != nil {
+		c.logs[rec.Address] = log
+	}
+	if wait {
+		c.waiters = append(c.waiters, rec.Address)
+	}
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *committer) loop() {
+	var lastErr error
+	for range c.kick {
+		if err := c.flush(true); err != nil {
+			lastErr = err
+		}
+	}
+	if err := c.flush(false); err != nil {
+		lastErr = err
+	}
+	c.done <- lastErr
+}
+
+func (c *committer) flush(notify bool) error {
+	c.mu.Lock()
+	recs, logs, waiters := c.recs, c.logs, c.waiters
+	c.recs, c.logs, c.waiters = map[string]*state.Instance{}, map[string][]byte{}, nil
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	batch := make([]*state.Instance, 0, len(recs))
+	for _, r := range recs {
+		batch = append(batch, r)
+	}
+	err := c.store.Commit(c.runID, nil, batch, logs)
+	if notify && (len(waiters) > 0 || err != nil) {
+		c.events <- committed{addrs: waiters, err: err}
+	}
+	return err
+}
+
+// close commits whatever is still queued and returns the last commit error.
+func (c *committer) close() error {
+	close(c.kick)
+	return <-c.done
+}

@@ -1,0 +1,112 @@
+// Package config owns reading a flow: parsing its HCL files, decoding them in phases
+// (variables, locals, tasks, outputs) into a Flow whose task bodies stay undecoded with
+// their source ranges, checking every reference statically, and assigning variable
+// values. Every mistake is an hcl.Diagnostic on the narrowest range; all are collected.
+//
+// It does not own expanding for_each into instances, the dependency graph, or running
+// anything: the engine does those from a Flow.
+package config
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
+)
+
+// Flow is a parsed, statically checked flow. It is immutable once Load returns.
+type Flow struct {
+	// Path is the file or directory as the user gave it; Dir is the directory that
+	// relative paths in file() and templatefile() resolve against.
+	Path string
+	Dir  string
+	// Sources maps file name to its bytes, for printing diagnostics with context.
+	Sources map[string][]byte
+	// Hash is a hex SHA-256 over the names and contents of the flow's files.
+	Hash string
+
+	Variables map[string]*Variable
+	Locals    map[string]*Local
+	// Tasks are in declaration order (files sorted by name).
+	Tasks   []*Task
+	Outputs []*Output
+
+	taskIndex map[string]*Task
+}
+
+// Task returns the task block declared as TYPE.NAME.
+func (f *Flow) Task(addr string) (*Task, bool) {
+	t, ok := f.taskIndex[addr]
+	return t, ok
+}
+
+// Variable is a `variable "NAME"` block.
+type Variable struct {
+	Name        string
+	Type        cty.Type // cty.DynamicPseudoType when no type is given
+	Default     cty.Value
+	HasDefault  bool
+	Description string
+	Sensitive   bool
+	DeclRange   hcl.Range
+}
+
+// Local is one attribute of a `locals` block.
+type Local struct {
+	Name string
+	Expr hcl.Expression
+	// Refs are the task references the expression makes; a local may not make any.
+	DeclRange hcl.Range
+}
+
+// Task is a `task "TYPE" "NAME"` block. Body holds the type's own attributes,
+// undecoded, so each instance can be evaluated with its own `each` and dependencies.
+type Task struct {
+	Type      string
+	Name      string
+	Addr      string // TYPE.NAME
+	Kind      *tasks.Type
+	Attrs     []tasks.Attribute
+	DeclRange hcl.Range
+
+	Description string
+	ForEach     hcl.Expression // nil without for_each
+	DependsOn   []Ref
+	dependsOn   []hcl.Expression
+	Timeout     hcl.Expression // nil without timeout
+	Retry       *Retry
+
+	// Body is the remaining body: the type's own attributes, already checked against
+	// its schema (unknown and missing attributes are reported by Load).
+	Body       hcl.Body
+	Attributes hcl.Attributes
+	// Refs are the task references in Attributes, Timeout and Retry, with their ranges.
+	Refs []Ref
+}
+
+// Retry is a task's `retry` block. Expressions are evaluated per instance.
+type Retry struct {
+	Attempts hcl.Expression
+	Delay    hcl.Expression
+	MaxDelay hcl.Expression
+	Range    hcl.Range
+}
+
+// RetryPolicy is an evaluated retry block.
+type RetryPolicy struct {
+	Attempts int
+	Delay    time.Duration
+	MaxDelay time.Duration
+}
+
+// Output is an `output "NAME"` block, evaluated after the run.
+type Output struct {
+	Name        string
+	Expr        hcl.Expression
+	Description string
+	Sensitive   bool
+	Refs        []Ref
+	DeclRange   hcl.Range
+}

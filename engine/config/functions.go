@@ -1,0 +1,130 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	yaml "github.com/zclconf/go-cty-yaml"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// Functions returns the functions a flow may call: the go-cty stdlib set under
+// Terraform's names, yaml, try/can, and file, templatefile and env. Relative paths in
+// file and templatefile resolve against baseDir, the flow's directory, so a flow works
+// from any current directory.
+func Functions(baseDir string) map[string]function.Function {
+	fns := map[string]function.Function{
+		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "floor": stdlib.FloorFunc,
+		"log": stdlib.LogFunc, "max": stdlib.MaxFunc, "min": stdlib.MinFunc,
+		"parseint": stdlib.ParseIntFunc, "pow": stdlib.PowFunc, "signum": stdlib.SignumFunc,
+		"chomp": stdlib.ChompFunc, "format": stdlib.FormatFunc, "formatlist": stdlib.FormatListFunc,
+		"indent": stdlib.IndentFunc, "join": stdlib.JoinFunc, "lower": stdlib.LowerFunc,
+		"upper": stdlib.UpperFunc, "regex": stdlib.RegexFunc, "regexall": stdlib.RegexAllFunc,
+		"replace": stdlib.ReplaceFunc, "regexreplace": stdlib.RegexReplaceFunc,
+		"split": stdlib.SplitFunc, "strrev": stdlib.ReverseFunc, "strlen": stdlib.StrlenFunc,
+		"substr": stdlib.SubstrFunc, "title": stdlib.TitleFunc, "trim": stdlib.TrimFunc,
+		"trimprefix": stdlib.TrimPrefixFunc, "trimsuffix": stdlib.TrimSuffixFunc,
+		"trimspace": stdlib.TrimSpaceFunc, "chunklist": stdlib.ChunklistFunc,
+		"coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
+		"compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
+		"distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc,
+		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": stdlib.LengthFunc,
+		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "range": stdlib.RangeFunc,
+		"reverse": stdlib.ReverseListFunc, "setintersection": stdlib.SetIntersectionFunc,
+		"setproduct": stdlib.SetProductFunc, "setsubtract": stdlib.SetSubtractFunc,
+		"setunion": stdlib.SetUnionFunc, "slice": stdlib.SliceFunc, "sort": stdlib.SortFunc,
+		"values": stdlib.ValuesFunc, "zipmap": stdlib.ZipmapFunc,
+		"jsonencode": stdlib.JSONEncodeFunc, "jsondecode": stdlib.JSONDecodeFunc,
+		"csvdecode": stdlib.CSVDecodeFunc, "formatdate": stdlib.FormatDateFunc,
+		"timeadd": stdlib.TimeAddFunc,
+		"yamlencode": yaml.YAMLEncodeFunc, "yamldecode": yaml.YAMLDecodeFunc,
+		"tostring": stdlib.MakeToFunc(cty.String), "tonumber": stdlib.MakeToFunc(cty.Number),
+		"tobool":  stdlib.MakeToFunc(cty.Bool),
+		"tolist":  stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
+		"toset":   stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
+		"tomap":   stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"try":     tryfunc.TryFunc, "can": tryfunc.CanFunc,
+		"env":     envFunc,
+		"file":    fileFunc(baseDir),
+	}
+	// templatefile sees every function but itself, so a template cannot recurse.
+	plain := make(map[string]function.Function, len(fns))
+	for k, v := range fns {
+		plain[k] = v
+	}
+	fns["templatefile"] = templateFileFunc(baseDir, plain)
+	return fns
+}
+
+var envFunc = function.New(&function.Spec{
+	Description: "Returns the value of an environment variable of the flow process, or \"\" when unset.",
+	Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+	Type:        function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return cty.StringVal(os.Getenv(args[0].AsString())), nil
+	},
+})
+
+func resolve(baseDir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(baseDir, p)
+}
+
+func fileFunc(baseDir string) function.Function {
+	return function.New(&function.Spec{
+		Description: "Reads a file as a UTF-8 string; a relative path is relative to the flow's directory.",
+		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := os.ReadFile(resolve(baseDir, args[0].AsString()))
+			if err != nil {
+				return cty.NilVal, err
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
+
+func templateFileFunc(baseDir string, fns map[string]function.Function) function.Function {
+	return function.New(&function.Spec{
+		Description: "Renders a file as an HCL template with the given variables.",
+		Params: []function.Parameter{
+			{Name: "path", Type: cty.String},
+			{Name: "vars", Type: cty.DynamicPseudoType},
+		},
+		Type: function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			path := resolve(baseDir, args[0].AsString())
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			expr, diags := hclsyntax.ParseTemplate(src, path, hcl.InitialPos)
+			if diags.HasErrors() {
+				return cty.NilVal, fmt.Errorf("parse template %s: %w", path, diags)
+			}
+			vars := args[1]
+			if !vars.Type().IsObjectType() && !vars.Type().IsMapType() {
+				return cty.NilVal, function.NewArgErrorf(1, "vars must be a map or object")
+			}
+			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{}, Functions: fns}
+			for it := vars.ElementIterator(); it.Next(); {
+				k, v := it.Element()
+				ctx.Variables[k.AsString()] = v
+			}
+			val, diags := expr.Value(ctx)
+			if diags.HasErrors() {
+				return cty.NilVal, fmt.Errorf("render template %s: %w", path, diags)
+			}
+			return val, nil
+		},
+	})
+}

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/flowdev/flow/tasks"
+)
+
+var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "variable", LabelNames: []string{"name"}},
+	{Type: "locals"},
+	{Type: "task", LabelNames: []string{"type", "name"}},
+	{Type: "output", LabelNames: []string{"name"}},
+}}
+
+// Load reads the flow at path, a .hcl file or a directory of them, and checks it
+// statically against reg: block structure, each task's attributes against its type's
+// schema, and every reference. It returns all diagnostics, not just the first, and a
+// Flow whenever the files could be parsed, so callers can still print sources.
+func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
+	files, dir, err := flowFiles(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read flow", Detail: err.Error()}}
+	}
+	f := &Flow{
+		Path: path, Dir: dir, Sources: map[string][]byte{},
+		Variables: map[string]*Variable{}, Locals: map[string]*Local{}, taskIndex: map[string]*Task{},
+	}
+	parser := hclparse.NewParser()
+	var diags hcl.Diagnostics
+	var blocks hcl.Blocks
+	hash := sha256.New()
+	for _, name := range files {
+		file, d := parser.ParseHCLFile(name)
+		diags = append(diags, d...)
+		if file == nil {
+			continue
+		}
+		f.Sources[name] = file.Bytes
+		fmt.Fprintf(hash, "%s\x00%d\x00", filepath.Base(name), len(file.Bytes))
+		hash.Write(file.Bytes)
+		content, d := file.Body.Content(rootSchema)
+		diags = append(diags, d...)
+		blocks = append(blocks, content.Blocks...)
+	}
+	f.Hash = hex.EncodeToString(hash.Sum(nil))
+	if diags.HasErrors() {
+		return f, diags
+	}
+	// Phases: variables and locals first, so task and output checks can name them.
+	for _, b := range blocks.OfType("variable") {
+		diags = append(diags, f.decodeVariable(b)...)
+	}
+	for _, b := range blocks.OfType("locals") {
+		diags = append(diags, f.decodeLocals(b)...)
+	}
+	for _, b := range blocks.OfType("task") {
+		diags = append(diags, f.decodeTask(b, reg)...)
+	}
+	for _, b := range blocks.OfType("output") {
+		diags = append(diags, f.decodeOutput(b)...)
+	}
+	diags = append(diags, f.checkReferences(reg)...)
+	return f, diags
+}
+
+// flowFiles lists the .hcl files of a flow, sorted, and the directory they live in.
+func flowFiles(path string) ([]string, string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if !info.IsDir() {
+		return []string{path}, filepath.Dir(path), nil
+	}
+	matches, err := filepath.Glob(filepath.Join(path, "*.hcl"))
+	if err != nil {
+		return nil, "", err
+	}
+	if len(matches) == 0 {
+		return nil, "", fmt.Errorf("directory %s has no .hcl files", path)
+	}
+	sort.Strings(matches)
+	return matches, path, nil
+}
+
+func errorf(subject hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError, Summary: summary,
+		Detail: fmt.Sprintf(detail, args...), Subject: subject.Ptr(),
+	}
+}
+
+// suggest returns ` Did you mean "x"?` for the closest candidate, or "".
+func suggest(given string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := levenshtein(given, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,179 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+type mark string
+
+// Sensitive marks values derived from sensitive variables. The engine keeps such values
+// out of logs and state.
+const Sensitive = mark("sensitive")
+
+// Scope holds what is known before any task runs: variables, locals and functions.
+// It is read-only once built and safe for concurrent use.
+type Scope struct {
+	Vars      map[string]cty.Value
+	Locals    map[string]cty.Value
+	Functions map[string]function.Function
+	// Secrets are the text forms of every sensitive value, longest first, for redaction.
+	Secrets []string
+	path    cty.Value
+}
+
+// NewScope evaluates the locals (in dependency order) over the assigned variables.
+func (f *Flow) NewScope(vars map[string]cty.Value) (*Scope, hcl.Diagnostics) {
+	cwd, _ := os.Getwd()
+	s := &Scope{
+		Vars: vars, Locals: map[string]cty.Value{}, Functions: Functions(f.Dir),
+		path: cty.ObjectVal(map[string]cty.Value{"flow": cty.StringVal(f.Dir), "cwd": cty.StringVal(cwd)}),
+	}
+	for _, v := range vars {
+		s.Secrets = appendSecrets(s.Secrets, v)
+	}
+	sort.Slice(s.Secrets, func(i, j int) bool { return len(s.Secrets[i]) > len(s.Secrets[j]) })
+	var diags hcl.Diagnostics
+	state := map[string]int{} // 0 new, 1 visiting, 2 done
+	var visit func(name string, path []string)
+	visit = func(name string, path []string) {
+		l := f.Locals[name]
+		switch state[name] {
+		case 2:
+			return
+		case 1:
+			diags = append(diags, errorf(l.DeclRange, "Cycle in local values", "%s.",
+				"local."+strings.Join(append(path, name), " -> local.")))
+			return
+		}
+		state[name] = 1
+		for _, t := range l.Expr.Variables() {
+			if t.RootName() != "local" || len(t) < 2 {
+				continue
+			}
+			if a, ok := t[1].(hcl.TraverseAttr); ok && f.Locals[a.Name] != nil {
+				visit(a.Name, append(path, name))
+			}
+		}
+		state[name] = 2
+		val, d := l.Expr.Value(s.EvalContext(cty.NilVal, cty.NilVal))
+		diags = append(diags, d...)
+		s.Locals[name] = val
+	}
+	for _, name := range keys(f.Locals) {
+		visit(name, nil)
+	}
+	return s, diags
+}
+
+// EvalContext returns a context with var, local, path and, when key is not NilVal, each.
+// Callers add task values to the returned context's Variables.
+func (s *Scope) EvalContext(key, value cty.Value) *hcl.EvalContext {
+	vars := map[string]cty.Value{
+		"var":   cty.ObjectVal(s.Vars),
+		"local": cty.ObjectVal(s.Locals),
+		"path":  s.path,
+	}
+	if key != cty.NilVal {
+		vars["each"] = cty.ObjectVal(map[string]cty.Value{"key": key, "value": value})
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: s.Functions}
+}
+
+// Redact replaces every secret in text with "(sensitive)".
+func (s *Scope) Redact(text string) string {
+	for _, sec := range s.Secrets {
+		text = strings.ReplaceAll(text, sec, "(sensitive)")
+	}
+	return text
+}
+
+// minSecretLen keeps trivial values such as "1" or "yes" from redacting unrelated text.
+const minSecretLen = 4
+
+func appendSecrets(out []string, v cty.Value) []string {
+	if !v.ContainsMarked() {
+		return out
+	}
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() || !v.IsKnown() {
+		return out
+	}
+	switch {
+	case v.Type().IsPrimitiveType():
+		var text string
+		switch v.Type() {
+		case cty.String:
+			text = v.AsString()
+		case cty.Number:
+			text = v.AsBigFloat().Text('f', -1)
+		default:
+			text = fmt.Sprint(v.True())
+		}
+		if len(text) >= minSecretLen {
+			out = append(out, text)
+		}
+	case v.CanIterateElements():
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = appendSecrets(out, e.Mark(Sensitive))
+		}
+	}
+	return out
+}
+
+// Instance is one expansion of a task: its key and value under for_each, or NilVal
+// for both without for_each.
+type Instance struct {
+	Key   cty.Value
+	Value cty.Value
+}
+
+// Expand evaluates t's for_each: a map, an object, or a set of strings. Keys come out
+// sorted. Without for_each it returns one instance with NilVal key.
+func (s *Scope) Expand(t *Task) ([]Instance, hcl.Diagnostics) {
+	if t.ForEach == nil {
+		return []Instance{{Key: cty.NilVal, Value: cty.NilVal}}, nil
+	}
+	val, diags := t.ForEach.Value(s.EvalContext(cty.NilVal, cty.NilVal))
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	rng := t.ForEach.Range()
+	ty := val.Type()
+	switch {
+	case val.IsNull():
+		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each is null; give a map or a set of strings.")}
+	case !val.IsWhollyKnown():
+		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each depends on a variable that has no value yet; set it to expand this task.")}
+	case val.HasMark(Sensitive) || val.ContainsMarked():
+		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each keys become part of task addresses, so they cannot be sensitive.")}
+	case ty.IsMapType() || ty.IsObjectType():
+		var out []Instance
+		for it := val.ElementIterator(); it.Next(); {
+			k, v := it.Element()
+			out = append(out, Instance{Key: k, Value: v})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Key.AsString() < out[j].Key.AsString() })
+		return out, nil
+	case ty.IsSetType() && ty.ElementType() == cty.String:
+		var out []Instance
+		for it := val.ElementIterator(); it.Next(); {
+			_, v := it.Element()
+			if v.IsNull() {
+				return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each set has a null element.")}
+			}
+			out = append(out, Instance{Key: v, Value: v})
+		}
+		return out, nil
+	default:
+		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each",
+			"for_each needs a map or a set of strings, not %s; a list can be converted with toset().", ty.FriendlyName())}
+	}
+}

@@ -1,0 +1,151 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// VarInputs are the sources of variable values, lowest precedence first: Base (the
+// values recorded by the run being resumed), FLOW_VAR_name in Environ, each file of
+// Files in order, then each NAME=VALUE of Vars in order.
+type VarInputs struct {
+	Base    map[string]cty.Value
+	Environ []string
+	Files   []string
+	Vars    []string
+	// Partial makes a variable without a value unknown instead of an error, for
+	// checking a flow before its values are at hand.
+	Partial bool
+}
+
+// Assign computes every variable's value. A value given as text (environment or
+// --var) is taken literally for string variables and parsed as an HCL expression for
+// other types. Sensitive values are marked with Sensitive. A required variable with no
+// value is an error on its declaration.
+func (f *Flow) Assign(in VarInputs) (map[string]cty.Value, hcl.Diagnostics) {
+	raw := map[string]cty.Value{}
+	var diags hcl.Diagnostics
+	for k, v := range in.Base {
+		if _, ok := f.Variables[k]; ok {
+			raw[k] = v
+		}
+	}
+	for _, kv := range in.Environ {
+		name, text, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, "FLOW_VAR_") {
+			continue
+		}
+		name = strings.TrimPrefix(name, "FLOW_VAR_")
+		if v, ok := f.Variables[name]; ok { // unknown names are ignored: the environment is shared
+			val, d := parseText(v, text, "environment variable FLOW_VAR_"+name)
+			diags = append(diags, d...)
+			raw[name] = val
+		}
+	}
+	for _, file := range in.Files {
+		vals, d := f.readVarFile(file)
+		diags = append(diags, d...)
+		for k, v := range vals {
+			raw[k] = v
+		}
+	}
+	for _, kv := range in.Vars {
+		name, text, ok := strings.Cut(kv, "=")
+		v, declared := f.Variables[name]
+		switch {
+		case !ok:
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid --var",
+				Detail: fmt.Sprintf("--var %q: expected NAME=VALUE.", kv)})
+			continue
+		case !declared:
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable",
+				Detail: fmt.Sprintf("--var %s: the flow declares no variable %q.%s", name, name, suggest(name, keys(f.Variables)))})
+			continue
+		}
+		val, d := parseText(v, text, "--var "+name)
+		diags = append(diags, d...)
+		raw[name] = val
+	}
+	return f.finishVars(raw, in.Partial, diags)
+}
+
+func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diagnostics) (map[string]cty.Value, hcl.Diagnostics) {
+	out := map[string]cty.Value{}
+	for _, name := range keys(f.Variables) {
+		v := f.Variables[name]
+		val, given := raw[name]
+		switch {
+		case given:
+		case v.HasDefault:
+			val = v.Default
+		case partial:
+			val = cty.UnknownVal(v.Type)
+		default:
+			diags = append(diags, errorf(v.DeclRange, "Missing required variable",
+				"Variable %q has no default and no value; set it with --var %s=VALUE, --var-file, or FLOW_VAR_%s.", name, name, name))
+			continue
+		}
+		conv, err := convert.Convert(val, v.Type)
+		if err != nil {
+			diags = append(diags, errorf(v.DeclRange, "Invalid value for variable",
+				"The value given for %q does not match its type: %s.", name, err))
+			continue
+		}
+		if v.Sensitive {
+			conv = conv.Mark(Sensitive)
+		}
+		out[name] = conv
+	}
+	return out, diags
+}
+
+func parseText(v *Variable, text, source string) (cty.Value, hcl.Diagnostics) {
+	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
+		return cty.StringVal(text), nil
+	}
+	expr, diags := hclsyntax.ParseExpression([]byte(text), source, hcl.InitialPos)
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	val, diags := expr.Value(nil)
+	return val, diags
+}
+
+func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error()}}
+	}
+	p := hclparse.NewParser()
+	var file *hcl.File
+	var diags hcl.Diagnostics
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		file, diags = p.ParseJSON(src, path)
+	} else {
+		file, diags = p.ParseHCL(src, path)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	attrs, diags := file.Body.JustAttributes()
+	out := map[string]cty.Value{}
+	for name, a := range attrs {
+		if _, ok := f.Variables[name]; !ok {
+			diags = append(diags, errorf(a.NameRange, "Undeclared variable",
+				"The flow declares no variable %q.%s", name, suggest(name, keys(f.Variables))))
+			continue
+		}
+		val, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		out[name] = val
+	}
+	return out, diags
+}

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/tasks"
+)
+
+// evaluated is an instance's body evaluated against its dependencies' values.
+type evaluated struct {
+	task      tasks.Task
+	inputs    map[string]cty.Value // converted to each attribute's type; marks kept
+	sensitive bool                 // some input derives from a sensitive variable
+	timeout   time.Duration
+	retry     config.RetryPolicy
+}
+
+// lookupFunc returns the value an expression sees for a finished instance.
+type lookupFunc func(addr string) cty.Value
+
+// evalContext builds inst's context: var, local, path, each, and the value of every
+// instance its references read, shaped as TYPE.NAME or TYPE.NAME[KEY].
+func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) *hcl.EvalContext {
+	ctx := p.Scope.EvalContext(inst.Key, inst.Value)
+	byType := map[string]map[string]cty.Value{}
+	keyed := map[string]map[string]cty.Value{} // task addr -> key -> value
+	for i, r := range inst.Task.Refs {
+		target, _ := p.Flow.Task(r.Addr) // Load checked that it exists
+		if byType[r.Type] == nil {
+			byType[r.Type] = map[string]cty.Value{}
+		}
+		if target.ForEach == nil {
+			byType[r.Type][r.Name] = lookup(r.Addr)
+			continue
+		}
+		if keyed[r.Addr] == nil {
+			keyed[r.Addr] = map[string]cty.Value{}
+		}
+		for _, a := range inst.refDeps[i] {
+			keyed[r.Addr][p.Instances[a].Key.AsString()] = lookup(a)
+		}
+		byType[r.Type][r.Name] = cty.ObjectVal(keyed[r.Addr])
+	}
+	for typ, names := range byType {
+		ctx.Variables[typ] = cty.ObjectVal(names)
+	}
+	return ctx
+}
+
+// objectType is the type of an instance's value: its attributes and outputs, an
+// output winning over an input of the same name.
+func objectType(t *config.Task) cty.Type {
+	attrs := map[string]cty.Type{}
+	for _, a := range t.Attrs {
+		attrs[a.Name] = a.Type
+	}
+	for _, o := range t.Kind.Outputs {
+		attrs[o.Name] = o.Type
+	}
+	return cty.Object(attrs)
+}
+
+// instanceValue is what dependents read from a finished instance.
+func instanceValue(t *config.Task, inputs, outputs map[string]cty.Value) cty.Value {
+	vals := make(map[string]cty.Value, len(inputs)+len(outputs))
+	for k, v := range inputs {
+		vals[k] = v
+	}
+	for _, o := range t.Kind.Outputs {
+		v, ok := outputs[o.Name]
+		if !ok {
+			v = cty.NullVal(o.Type)
+		}
+		vals[o.Name] = v
+	}
+	return cty.ObjectVal(vals)
+}
+
+// evaluate computes inst's inputs in ctx. With decode set, and every input known, it
+// also decodes them into a new task value and runs its Validate.
+func (p *Plan) evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*evaluated, hcl.Diagnostics) {
+	t := inst.Task
+	ev := &evaluated{inputs: make(map[string]cty.Value, len(t.Attrs))}
+	var diags hcl.Diagnostics
+	known := true
+	for _, a := range t.Attrs {
+		attr, ok := t.Attributes[a.Name]
+		if !ok {
+			ev.inputs[a.Name] = cty.NullVal(a.Type)
+			continue
+		}
+		val, d := attr.Expr.Value(ctx)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			known = false
+			continue
+		}
+		conv, err := convert.Convert(val, a.Type)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Incorrect attribute value type",
+				Detail:  fmt.Sprintf("Inappropriate value for attribute %q: %s.", a.Name, err),
+				Subject: attr.Expr.Range().Ptr(), Expression: attr.Expr, EvalContext: ctx})
+			known = false
+			continue
+		}
+		ev.sensitive = ev.sensitive || conv.ContainsMarked()
+		known = known && conv.IsWhollyKnown()
+		ev.inputs[a.Name] = conv
+	}
+	diags = append(diags, p.evalSettings(t, ctx, ev)...)
+	if !decode || !known || diags.HasErrors() {
+		return ev, diags
+	}
+	ev.task = t.Kind.New()
+	plain := make(map[string]cty.Value, len(ev.inputs))
+	for k, v := range ev.inputs {
+		plain[k], _ = v.UnmarkDeep()
+	}
+	err := tasks.Decode(ev.task, plain)
+	if err == nil {
+		err = ev.task.Validate()
+	}
+	if err != nil {
+		diags = append(diags, p.taskError(t, err))
+	}
+	return ev, diags
+}
+
+// taskError puts a decode or Validate error on the narrowest range it names.
+func (p *Plan) taskError(t *config.Task, err error) *hcl.Diagnostic {
+	rng := t.DeclRange
+	var ae *tasks.AttrError
+	if errors.As(err, &ae) {
+		if a, ok := t.Attributes[ae.Attr]; ok {
+			rng = a.Expr.Range()
+		}
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + t.Type + " task",
+		Detail: fmt.Sprintf("%s: %s.", t.Addr, err), Subject: rng.Ptr()}
+}
+
+// evalSettings evaluates timeout and retry for one instance.
+func (p *Plan) evalSettings(t *config.Task, ctx *hcl.EvalContext, ev *evaluated) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	ev.retry = config.RetryPolicy{Attempts: 1, Delay: time.Second, MaxDelay: 30 * time.Second}
+	if t.Timeout != nil {
+		diags = append(diags, evalDuration(t.Timeout, ctx, "timeout", &ev.timeout)...)
+	}
+	if t.Retry == nil {
+		return diags
+	}
+	ev.retry.Attempts = 3
+	if e := t.Retry.Attempts; e != nil {
+		v, d := e.Value(ctx)
+		diags = append(diags, d...)
+		if !d.HasErrors() && v.IsKnown() {
+			n, err := convert.Convert(v, cty.Number)
+			if err != nil || n.IsNull() || !n.AsBigFloat().IsInt() || n.AsBigFloat().Sign() <= 0 {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid retry attempts",
+					Detail: "attempts must be a whole number of at least 1 (the first try counts).", Subject: e.Range().Ptr()})
+			} else {
+				i, _ := n.AsBigFloat().Int64()
+				ev.retry.Attempts = int(i)
+			}
+		}
+	}
+	if e := t.Retry.Delay; e != nil {
+		diags = append(diags, evalDuration(e, ctx, "delay", &ev.retry.Delay)...)
+	}
+	if e := t.Retry.MaxDelay; e != nil {
+		diags = append(diags, evalDuration(e, ctx, "max_delay", &ev.retry.MaxDelay)...)
+	}
+	return diags
+}
+
+func evalDuration(e hcl.Expression, ctx *hcl.EvalContext, what string, out *time.Duration) hcl.Diagnostics {
+	v, diags := e.Value(ctx)
+	if diags.HasErrors() || !v.IsKnown() {
+		return diags
+	}
+	s, err := convert.Convert(v, cty.String)
+	var d time.Duration
+	if err == nil && !s.IsNull() {
+		d, err = time.ParseDuration(s.AsString())
+	}
+	if err != nil || s.IsNull() || d <= 0 {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + what,
+			Detail: what + ` must be a positive duration such as "90s" or "5m".`, Subject: e.Range().Ptr()})
+	}
+	*out = d
+	return diags
+}
+
+// fingerprint hashes the task type and its fully evaluated inputs, and each input
+// alone, so a resume can say which inputs changed.
+func fingerprint(t *config.Task, inputs map[string]cty.Value) (string, map[string]string) {
+	all := sha256.New()
+	all.Write([]byte(t.Type))
+	per := make(map[string]string, len(t.Attrs))
+	for _, a := range t.Attrs {
+		v, _ := inputs[a.Name].UnmarkDeep()
+		js, err := ctyjson.Marshal(v, a.Type)
+		if err != nil {
+			js = []byte(err.Error())
+		}
+		h := sha256.Sum256(js)
+		per[a.Name] = hex.EncodeToString(h[:8])
+		fmt.Fprintf(all, "\x00%s\x00", a.Name)
+		all.Write(js)
+	}
+	return hex.EncodeToString(all.Sum(nil)), per
+}
+
+// typeCheck evaluates every instance with unknown task values, so type errors and
+// Validate errors on known values surface before the run. Repeats across instances
+// of one task are reported once.
+func (p *Plan) typeCheck() hcl.Diagnostics {
+	unknown := map[string]cty.Value{}
+	for _, t := range p.Flow.Tasks {
+		if t.Kind != nil {
+			unknown[t.Addr] = cty.UnknownVal(objectType(t))
+		}
+	}
+	lookup := func(addr string) cty.Value {
+		inst := p.Instances[addr]
+		return unknown[inst.Task.Addr]
+	}
+	var diags hcl.Diagnostics
+	seen := map[string]bool{}
+	for _, addr := range p.Order {
+		inst := p.Instances[addr]
+		_, d := p.evaluate(inst, p.evalContext(inst, lookup), true)
+		for _, diag := range d {
+			k := fmt.Sprintf("%v|%s|%s", diag.Subject, diag.Summary, diag.Detail)
+			if !seen[k] {
+				seen[k] = true
+				diags = append(diags, diag)
+			}
+		}
+	}
+	return diags
+}

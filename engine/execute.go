@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// queued is an instance ready to start its next attempt.
+type queued struct {
+	inst    *Instance
+	attempt int
+}
+
+// retryDue puts an instance back in the ready queue after its backoff.
+type retryDue struct {
+	inst    *Instance
+	attempt int
+}
+
+// coordinator is the state of one Run, owned by the Run goroutine alone. Workers only
+// run one attempt and report back; they never wait on dependencies or hold a slot
+// while waiting, so a slot is busy exactly while a task's Run is.
+type coordinator struct {
+	*Runner
+	tasksCtx context.Context
+	events   chan any
+	commit   *committer
+
+	waiting  map[string]int       // unfinished dependencies per instance
+	values   map[string]cty.Value // finished instances, as dependents see them
+	final    map[string]bool      // succeeded, failed, skipped or interrupted
+	started  map[string]time.Time // running instances
+	backoff  map[string]*time.Timer
+	ready    []queued
+	running  int
+	inflight int // submitted records whose durability someone waits for
+
+	stopping     bool
+	interrupted  bool
+	fatal        error
+	firstFailure string
+	upToDate     int
+}
+
+// Run executes the plan: ready instances start in plan order up to the parallelism
+// bound, each success is durable before its dependents start, a failure skips its
+// dependents, and cancelling ctx interrupts running tasks. The error is non-nil only
+// when checkpoints could not be written; task failures are in the Result.
+func (r *Runner) Run(ctx context.Context) (*Result, error) {
+	tasksCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTasks()
+	c := &coordinator{Runner: r, tasksCtx: tasksCtx,
+		events: make(chan any, 2*r.opts.Parallelism+16), waiting: map[string]int{},
+		values: map[string]cty.Value{}, final: map[string]bool{}, started: map[string]time.Time{},
+		backoff: map[string]*time.Timer{}}
+	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
+	c.recordPending()
+	for _, addr := range r.plan.Order {
+		inst := r.plan.Instances[addr]
+		c.waiting[addr] = len(inst.Deps)
+		if len(inst.Deps) == 0 {
+			c.ready = append(c.ready, queued{inst, 1})
+		}
+	}
+	ticker := time.NewTicker(r.opts.ProgressEvery)
+	defer ticker.Stop()
+	done := ctx.Done()
+	for {
+		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 {
+			q := c.ready[0]
+			c.ready = c.ready[1:]
+			c.start(q.inst, q.attempt)
+		}
+		if c.running == 0 && len(c.backoff) == 0 && c.inflight == 0 && (c.stopping || len(c.ready) == 0) {
+			break
+		}
+		select {
+		case <-done:
+			done = nil
+			c.interrupted, c.stopping = true, true
+			cancelTasks() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
+			c.cancelBackoffs()
+		case ev := <-c.events:
+			c.handle(ev)
+			if c.fatal != nil {
+				cancelTasks()
+			}
+		case <-ticker.C:
+			c.progress()
+		}
+	}
+	return c.finish()
+}
+
+// recordPending makes the records of instances new to this run durable as pending,
+// so `flow status` lists the whole plan from the start.
+func (c *coordinator) recordPending() {
+	for _, addr := range c.plan.Order {
+		if _, resumed := c.opts.Previous[addr]; !resumed {
+			c.commit.submit(c.records[addr], nil, false)
+		}
+	}
+}
+
+func (c *coordinator) start(inst *Instance, attempt int) {
+	c.running++
+	c.started[inst.Addr] = time.Now()
+	ectx := c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+	go func() { c.events <- c.attempt(c.tasksCtx, inst, attempt, ectx) }()
+}
+
+func (c *coordinator) handle(ev any) {
+	switch ev := ev.(type) {
+	case *attemptResult:
+		c.running--
+		delete(c.started, ev.inst.Addr)
+		c.finishAttempt(ev)
+	case committed:
+		c.inflight -= len(ev.addrs)
+		if ev.err != nil {
+			c.fatal, c.stopping = fmt.Errorf("write checkpoint: %w", ev.err), true
+			return
+		}
+		for _, addr := range ev.addrs {
+			c.release(addr)
+		}
+	case retryDue:
+		if _, ok := c.backoff[ev.inst.Addr]; ok && !c.stopping {
+			delete(c.backoff, ev.inst.Addr)
+			c.ready = append(c.ready, queued{ev.inst, ev.attempt})
+		}
+	}
+}
+
+// release lets addr's dependents start once all their dependencies are durable.
+func (c *coordinator) release(addr string) {
+	for _, dep := range c.plan.Dependents(addr) {
+		if c.waiting[dep]--; c.waiting[dep] == 0 && !c.final[dep] {
+			c.ready = append(c.ready, queued{c.plan.Instances[dep], 1})
+		}
+	}
+}
+
+func (c *coordinator) finishAttempt(res *attemptResult) {
+	addr := res.inst.Addr
+	elapsed := round(res.finished.Sub(res.began))
+	switch res.kind {
+	case outcomeUpToDate:
+		c.final[addr], c.values[addr] = true, res.value
+		c.upToDate++
+		c.update(addr, func(rec *state.Instance) {
+			*rec = *c.opts.Previous[addr]
+			rec.Reason = "up to date: " + res.reason
+		})
+		c.say("%s: up to date (%s)", addr, res.reason)
+		c.release(addr) // its record is already durable
+	case outcomeSucceeded:
+		c.final[addr], c.values[addr] = true, res.value
+		rec := c.update(addr, func(rec *state.Instance) {
+			rec.Status, rec.FinishedAt, rec.Error, rec.Reason = state.Succeeded, timePtr(res.finished), "", res.reason
+			rec.Outputs, rec.Redacted = res.stored, res.redacted
+			rec.Fingerprint, rec.AttrHashes = res.fingerprint, res.attrHashes
+		})
+		c.inflight++
+		c.commit.submit(rec, c.captures[addr].bytes(), true)
+		c.say("%s: succeeded in %s", addr, elapsed)
+	case outcomeInterrupted:
+		c.final[addr] = true
+		rec := c.update(addr, func(rec *state.Instance) {
+			rec.Status, rec.FinishedAt, rec.Error = state.Interrupted, timePtr(res.finished), "interrupted"
+		})
+		c.commit.submit(rec, c.captures[addr].bytes(), false)
+		c.say("%s: interrupted after %s", addr, elapsed)
+	case outcomeFailed:
+		c.failed(res, elapsed)
+	}
+}
+
+func (c *coordinator) failed(res *attemptResult, elapsed time.Duration) {
+	addr := res.inst.Addr
+	msg := c.plan.Scope.Redact(res.err.Error())
+	if res.retryable && res.attempt < res.retry.Attempts && !c.stopping {
+		delay := backoffDelay(res.retry.Delay, res.retry.MaxDelay, res.attempt)
+		c.say("%s: attempt %d of %d failed in %s: %s; retrying in %s", addr, res.attempt, res.retry.Attempts, elapsed, msg, round(delay))
+		c.update(addr, func(rec *state.Instance) { rec.Error = msg })
+		inst, next := res.inst, res.attempt+1
+		c.backoff[addr] = time.AfterFunc(delay, func() { c.events <- retryDue{inst: inst, attempt: next} })
+		return
+	}
+	c.final[addr] = true
+	if c.firstFailure == "" {
+		c.firstFailure = addr
+	}
+	rec := c.update(addr, func(rec *state.Instance) {
+		rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), msg
+	})
+	c.commit.submit(rec, c.captures[addr].bytes(), false)
+	c.say("%s: failed in %s: %s", addr, elapsed, msg)
+	c.skipDependents(addr)
+	if c.opts.FailFast {
+		c.stopping = true
+	}
+}
+
+// skipDependents marks everything downstream of a failed instance as skipped, each
+// naming the dependency it waited for.
+func (c *coordinator) skipDependents(failed string) {
+	queue := []string{failed}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, dep := range c.plan.Dependents(cur) {
+			if c.final[dep] {
+				continue
+			}
+			c.final[dep] = true
+			reason := fmt.Sprintf("dependency %s failed", cur)
+			if cur != failed {
+				reason = fmt.Sprintf("dependency %s was skipped (%s failed)", cur, failed)
+			}
+			rec := c.update(dep, func(rec *state.Instance) {
+				rec.Status, rec.Error, rec.Reason = state.Skipped, reason, reason
+			})
+			c.commit.submit(rec, nil, false)
+			c.say("%s: skipped: %s", dep, reason)
+			queue = append(queue, dep)
+		}
+	}
+}
+
+func (c *coordinator) cancelBackoffs() {
+	for addr, t := range c.backoff {
+		t.Stop()
+		delete(c.backoff, addr)
+		c.final[addr] = true
+		rec := c.update(addr, func(rec *state.Instance) {
+			rec.Status, rec.FinishedAt = state.Interrupted, timePtr(time.Now())
+		})
+		c.commit.submit(rec, nil, false)
+	}
+}
+
+func (c *coordinator) progress() {
+	now := time.Now()
+	for _, addr := range c.plan.Order {
+		if began, ok := c.started[addr]; ok && now.Sub(began) >= c.opts.ProgressEvery {
+			c.say("%s: still running (%s elapsed)", addr, now.Sub(began).Round(time.Second))
+		}
+	}
+}
+
+// backoffDelay is exponential with equal jitter: half the step is fixed, half random.
+func backoffDelay(base, limit time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// finish marks what never started, flushes checkpoints and evaluates outputs.
+func (c *coordinator) finish() (*Result, error) {
+	reason := ""
+	if c.opts.FailFast && c.firstFailure != "" && !c.interrupted {
+		reason = fmt.Sprintf("not started: --fail-fast after %s failed", c.firstFailure)
+	}
+	for _, addr := range c.plan.Order {
+		if c.final[addr] || reason == "" {
+			continue
+		}
+		rec := c.update(addr, func(rec *state.Instance) {
+			rec.Status, rec.Error, rec.Reason = state.Skipped, reason, reason
+		})
+		c.commit.submit(rec, nil, false)
+	}
+	drained := make(chan struct{})
+	go func() { // the committer may still report while it drains
+		for {
+			select {
+			case <-c.events:
+			case <-drained:
+				return
+			}
+		}
+	}()
+	err := c.commit.close()
+	close(drained)
+	if c.fatal != nil {
+		err = c.fatal
+	} else if err != nil {
+		err = fmt.Errorf("write checkpoint: %w", err)
+	}
+	res := &Result{Status: state.Succeeded, FirstFailure: c.firstFailure, UpToDate: c.upToDate}
+	for _, rec := range c.Snapshot() {
+		cp := rec
+		res.Records = append(res.Records, &cp)
+		if rec.Status != state.Succeeded && res.Status == state.Succeeded {
+			res.Status = state.Failed
+		}
+	}
+	if c.interrupted {
+		res.Status = state.Interrupted
+	}
+	res.Outputs = c.plan.evalOutputs(c.values)
+	return res, errors.Join(err)
+}

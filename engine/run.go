@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// Options configure one execution of a plan.
+type Options struct {
+	// Parallelism bounds how many task instances run at once; 0 means 10.
+	Parallelism int
+	// FailFast stops starting new instances after the first failure.
+	FailFast bool
+	RunID    uint64
+	Store    Checkpointer
+	// Previous holds the records of the run being resumed, by address; nil for a new run.
+	Previous map[string]*state.Instance
+	// Out receives task output, prefixed by address, and one line per state change.
+	Out    io.Writer
+	Logger hclog.Logger
+	// ProgressEvery is how often a line reports instances still running; 0 means 10s.
+	ProgressEvery time.Duration
+}
+
+// Result is what an execution ends with.
+type Result struct {
+	Status state.Status // succeeded, failed or interrupted
+	// Records are the final records, in plan order.
+	Records []*state.Instance
+	// Outputs are the flow's outputs that could be evaluated; sensitive ones are marked.
+	Outputs map[string]cty.Value
+	// FirstFailure is the address of the first instance that failed, or "".
+	FirstFailure string
+	UpToDate     int
+}
+
+// Runner executes a plan once. Run may be called once; Snapshot and Log may be called
+// from other goroutines while it runs.
+type Runner struct {
+	plan    *Plan
+	opts    Options
+	console *console
+
+	mu       sync.Mutex // guards records and captures, the live view
+	records  map[string]*state.Instance
+	captures map[string]*capture
+}
+
+// NewRunner prepares a run of p. It writes nothing until Run.
+func NewRunner(p *Plan, opts Options) *Runner {
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 10
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out},
+		records: map[string]*state.Instance{}, captures: map[string]*capture{}}
+	for _, addr := range p.Order {
+		rec := &state.Instance{Address: addr, Type: p.Instances[addr].Task.Type, Status: state.Pending}
+		if prev, ok := opts.Previous[addr]; ok {
+			cp := *prev
+			rec = &cp
+		}
+		r.records[addr] = rec
+		r.captures[addr] = &capture{}
+	}
+	return r
+}
+
+// Snapshot returns copies of every instance record, in plan order.
+func (r *Runner) Snapshot() []state.Instance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]state.Instance, 0, len(r.plan.Order))
+	for _, addr := range r.plan.Order {
+		out = append(out, *r.records[addr])
+	}
+	return out
+}
+
+// Log returns the output captured so far for addr.
+func (r *Runner) Log(addr string) ([]byte, bool) {
+	r.mu.Lock()
+	c, ok := r.captures[addr]
+	r.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return c.bytes(), true
+}
+
+// update changes addr's live record under the lock and returns a copy.
+func (r *Runner) update(addr string, f func(*state.Instance)) *state.Instance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.records[addr]
+	f(rec)
+	cp := *rec
+	return &cp
+}
+
+func (r *Runner) say(format string, args ...any) {
+	r.console.line(r.plan.Scope.Redact(fmt.Sprintf(format, args...)))
+}
+
+func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }
+
+func round(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
+// sortedAddrs returns addrs in plan order, for deterministic output.
+func (r *Runner) sortedAddrs(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for a := range set {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,295 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// schemaVersion is the version of the on-disk layout this package writes and
+// reads; see the package documentation.
+const schemaVersion = 1
+
+var (
+	bucketMeta      = []byte("meta")
+	bucketRuns      = []byte("runs")
+	bucketRun       = []byte("run")
+	bucketInstances = []byte("instances")
+	bucketLogs      = []byte("logs")
+	keySchema       = []byte("schema_version")
+	keyLatest       = []byte("latest")
+)
+
+// boltOptions are the bbolt options for every open of a state file. The
+// freelist is not synced (cheaper commits; bbolt rebuilds it on a writable
+// open) and kept in a hash map (cheap allocation in large files).
+func boltOptions(readOnly bool, deadline time.Time, openFile func(string, int, os.FileMode) (*os.File, error)) *bolt.Options {
+	return &bolt.Options{
+		Timeout:        remaining(deadline),
+		ReadOnly:       readOnly,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		OpenFile:       openFile,
+	}
+}
+
+// remaining is the lock timeout left until deadline, at least 1ns, because 0
+// would make bbolt wait forever (1ns makes it try exactly once).
+func remaining(deadline time.Time) time.Duration {
+	if d := time.Until(deadline); d > time.Nanosecond {
+		return d
+	}
+	return time.Nanosecond
+}
+
+// badFormat is the reason a file is not a usable flow state; the caller turns
+// it into a *FormatError naming the file.
+type badFormat string
+
+func (r badFormat) Error() string { return string(r) }
+
+// createState builds a new, empty state file in a temporary file next to path
+// and then links it to path, so that path never names a partial state. If
+// some other process creates path in the meantime, theirs is kept and ours is
+// discarded; Open then validates whatever is at path.
+func createState(path string) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	tmpName := tmp.Name()
+	// Whether or not the link succeeds, the temporary name goes away; once
+	// linked the file lives on under path.
+	defer os.Remove(tmpName)
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+
+	// Hand the already-open temporary file to bbolt, which initialises it
+	// (it is empty) and closes it on db.Close.
+	db, err := bolt.Open(tmpName, 0o600, boltOptions(false, time.Now().Add(time.Second),
+		func(string, int, os.FileMode) (*os.File, error) { return tmp, nil }))
+	if err != nil {
+		tmp.Close()
+		return fmt.Errorf("initialise %s: %w", tmpName, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketRuns); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket(bucketRun)
+		return err
+	})
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("initialise %s: %w", tmpName, err)
+	}
+
+	// Link rather than rename: link never replaces an existing file.
+	if err := os.Link(tmpName, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // created concurrently by someone else; use theirs
+		}
+		// The file system may not support hard links: fall back to rename,
+		// after checking (racily, but nothing better is portable) that
+		// nothing has appeared at path.
+		if _, serr := os.Lstat(path); serr == nil {
+			return nil
+		}
+		if err := os.Rename(tmpName, path); err != nil {
+			return fmt.Errorf("move new state into place: %w", err)
+		}
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the creation of a directory entry in dir durable.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be fsynced there; NTFS journals metadata
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}
+
+// openBolt opens the existing file at path with bbolt and validates it,
+// taking a shared lock (readOnly) or an exclusive one, waiting until
+// deadline. It never creates or writes the file: bbolt does not write while
+// opening a non-empty file with NoFreelistSync, and empty files are refused
+// before bbolt sees them.
+//
+// deep additionally reads every page reachable from the root, so that a
+// corrupt or truncated file faults here, in this goroutine, where faults
+// are turned into panics and recovered, rather than in a goroutine of
+// bbolt's own (a writable open walks the whole file in one to rebuild the
+// freelist). want, if not nil, is the file a previous open validated; if
+// path no longer names it, openBolt fails.
+//
+// Errors are a *LockedError, a *FormatError, or an error from the file
+// system (not naming the file; the caller adds that).
+func openBolt(path string, readOnly, deep bool, deadline time.Time, want os.FileInfo) (db *bolt.DB, info os.FileInfo, err error) {
+	var (
+		file    *os.File
+		fileErr error
+	)
+	openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
+		if err != nil {
+			fileErr = err
+			return nil, err
+		}
+		fi, err := f.Stat()
+		switch {
+		case err != nil:
+			fileErr = err
+		case !fi.Mode().IsRegular():
+			err = badFormat("not a regular file")
+		case fi.Size() == 0:
+			err = badFormat("the file is empty")
+		case want != nil && !os.SameFile(fi, want):
+			err = errors.New("the file was replaced while it was being opened")
+			fileErr = err
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		file, info = f, fi
+		return f, nil
+	}
+
+	// bbolt trusts the file's contents: a corrupt file may make it index
+	// out of range or touch memory beyond the end of the file (which the
+	// runtime reports as a fault). Recover either into a FormatError.
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				db.Close() // the panic unwound the read transaction, so this does not block
+			} else if file != nil {
+				file.Close() // releases the lock; the mapping, if any, is lost
+			}
+			db, info, err = nil, nil, &FormatError{Path: path, Reason: fmt.Sprintf("the file is corrupt (%v)", r)}
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+
+	db, err = bolt.Open(path, 0o600, boltOptions(readOnly, deadline, openFile))
+	if err != nil {
+		var errno syscall.Errno
+		var bad badFormat
+		switch {
+		case errors.As(err, &bad):
+			return nil, nil, &FormatError{Path: path, Reason: string(bad)}
+		case fileErr != nil:
+			return nil, nil, err
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, nil, &LockedError{Path: path, PID: holderPID(path)}
+		case errors.As(err, &errno):
+			return nil, nil, err // an I/O or locking failure, not a format problem
+		default:
+			return nil, nil, &FormatError{Path: path, Reason: "not a bbolt database: " + err.Error()}
+		}
+	}
+	if err := db.View(func(tx *bolt.Tx) error { return validate(tx, info.Size(), deep) }); err != nil {
+		db.Close()
+		var bad badFormat
+		if errors.As(err, &bad) {
+			return nil, nil, &FormatError{Path: path, Reason: string(bad)}
+		}
+		return nil, nil, err
+	}
+	return db, info, nil
+}
+
+// validate checks that tx reads a flow state of a schema this package
+// understands, in a file of size bytes; see openBolt for deep.
+func validate(tx *bolt.Tx, size int64, deep bool) error {
+	// Every page below the high water mark must lie within the file; a
+	// truncated file fails here, before anything beyond its end is read.
+	if hwm := tx.Size(); hwm > size {
+		return badFormat(fmt.Sprintf("the file is truncated (%d bytes, its pages need %d)", size, hwm))
+	}
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return badFormat(`it has no "meta" bucket`)
+	}
+	raw := meta.Get(keySchema)
+	if raw == nil {
+		return badFormat("it has no schema version")
+	}
+	v, err := strconv.Atoi(string(raw))
+	switch {
+	case err != nil || v < 1:
+		return badFormat(fmt.Sprintf("invalid schema version %q", raw))
+	case v > schemaVersion:
+		return badFormat(fmt.Sprintf("schema version %d is newer than this flow supports (%d); upgrade flow", v, schemaVersion))
+	}
+	if tx.Bucket(bucketRuns) == nil || tx.Bucket(bucketRun) == nil {
+		return badFormat("it lacks the runs buckets")
+	}
+	if deep {
+		var sink byte
+		_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			sink ^= touch(b)
+			return nil
+		})
+		_ = sink
+	}
+	return nil
+}
+
+// touch reads every page of b and its nested buckets: the cursor visits every
+// branch and leaf page, and reading the first and last byte of each key and
+// value reaches the end of any overflow pages.
+func touch(b *bolt.Bucket) (sink byte) {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) > 0 {
+			sink ^= k[0] ^ k[len(k)-1]
+		}
+		if v == nil {
+			if nb := b.Bucket(k); nb != nil {
+				sink ^= touch(nb)
+			}
+			continue
+		}
+		if len(v) > 0 {
+			sink ^= v[0] ^ v[len(v)-1]
+		}
+	}
+	return sink
+}

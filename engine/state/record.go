@@ -1,0 +1,92 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is the state of a run or of a task instance. The zero Status ("")
+// means no status has been recorded; the store writes whatever status the
+// engine sets and attaches no meaning to it.
+type Status string
+
+// The statuses the engine uses for runs and task instances.
+const (
+	Pending     Status = "pending"     // not started yet
+	Running     Status = "running"     // started and not finished
+	Succeeded   Status = "succeeded"   // finished without error
+	Failed      Status = "failed"      // finished with an error
+	Skipped     Status = "skipped"     // not run; Instance.Reason says why
+	Interrupted Status = "interrupted" // stopped by a signal or a crash before finishing
+)
+
+// Run is the record of one invocation of a flow (resumes included).
+//
+// The zero Run is a valid record with no data; CreateRun assigns its ID.
+// Times are stored as RFC 3339 with nanoseconds, so a Run read back holds the
+// same instants (time.Time.Equal) but no monotonic clock reading.
+// A Run is plain data and not safe for concurrent mutation; the store keeps
+// no reference to a Run after a call returns.
+type Run struct {
+	ID         uint64           `json:"id"`
+	Flow       string           `json:"flow"` // path as the user gave it
+	FlowHash   string           `json:"flow_hash"`
+	Vars       map[string]Value `json:"vars,omitempty"`      // sensitive variables are never stored; the engine leaves them out
+	Sensitive  []string         `json:"sensitive,omitempty"` // names of sensitive variables that were set
+	Status     Status           `json:"status"`
+	StartedAt  time.Time        `json:"started_at"`
+	FinishedAt *time.Time       `json:"finished_at,omitempty"`
+	Resumes    int              `json:"resumes,omitempty"`
+	PID        int              `json:"pid,omitempty"`
+	Outputs    map[string]Value `json:"outputs,omitempty"`
+	Error      string           `json:"error,omitempty"`
+}
+
+// Instance is the record of one task instance of a run, keyed by its
+// Address, which must be non-empty and at most 32 KiB long.
+//
+// The zero Instance is not storable (it has no address). Like Run, an
+// Instance is plain data; the store keeps no reference to it.
+type Instance struct {
+	Address     string            `json:"address"`
+	Type        string            `json:"type"`
+	Status      Status            `json:"status"`
+	Attempts    int               `json:"attempts"`
+	StartedAt   *time.Time        `json:"started_at,omitempty"`
+	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Reason      string            `json:"reason,omitempty"` // why skipped, or why re-run
+	Outputs     map[string]Value  `json:"outputs,omitempty"`
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	AttrHashes  map[string]string `json:"attr_hashes,omitempty"`
+	Redacted    bool              `json:"redacted,omitempty"` // outputs held a secret and were not stored
+}
+
+// check reports whether r can be stored.
+func (r *Run) check() error {
+	if r == nil {
+		return errors.New("nil run")
+	}
+	if err := checkValues("variable", r.Vars); err != nil {
+		return err
+	}
+	if err := checkValues("output", r.Outputs); err != nil {
+		return err
+	}
+	return nil
+}
+
+// check reports whether in can be stored.
+func (in *Instance) check() error {
+	if in == nil {
+		return errors.New("nil instance")
+	}
+	if in.Address == "" {
+		return errors.New("instance with empty address")
+	}
+	if err := checkValues("output", in.Outputs); err != nil {
+		return fmt.Errorf("instance %q: %w", in.Address, err)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package tasks
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Type describes one registered task type.
+type Type struct {
+	// Name is the first label of a task block, e.g. "exec".
+	Name string
+	// Summary is one line for `flow tasks`; Doc is the longer text for `flow tasks NAME`.
+	Summary string
+	Doc     string
+	// New returns a pointer to a zero config struct with hcl tags. Attribute
+	// documentation comes from each field's `doc` tag.
+	New func() Task
+	// Outputs declares what Run returns, so references are checked before a run.
+	Outputs []Output
+	// Example is a complete task block, shown by `flow tasks NAME`.
+	Example string
+}
+
+// Output declares one output attribute of a task type.
+type Output struct {
+	Name string
+	Type cty.Type
+	Doc  string
+}
+
+// Registry maps type names to Types. The zero value is not usable; call NewRegistry.
+// A Registry is filled once at start-up and then only read, so reads need no locking;
+// Register must not be called concurrently with anything else.
+type Registry struct {
+	types map[string]*Type
+}
+
+// NewRegistry returns an empty registry. main builds the real one explicitly so tests
+// can pass registries of their own.
+func NewRegistry() *Registry {
+	return &Registry{types: map[string]*Type{}}
+}
+
+// Register adds t. It fails on an empty or duplicate name, a missing constructor, or an
+// attribute name that collides with the engine's shared settings.
+func (r *Registry) Register(t Type) error {
+	if t.Name == "" || t.New == nil {
+		return fmt.Errorf("register task type %q: name and constructor are required", t.Name)
+	}
+	if _, dup := r.types[t.Name]; dup {
+		return fmt.Errorf("register task type %q: already registered", t.Name)
+	}
+	attrs, err := Attributes(t.New())
+	if err != nil {
+		return fmt.Errorf("register task type %q: %w", t.Name, err)
+	}
+	for _, a := range attrs {
+		if IsMetaAttribute(a.Name) {
+			return fmt.Errorf("register task type %q: attribute %q is reserved for the engine", t.Name, a.Name)
+		}
+	}
+	r.types[t.Name] = &t
+	return nil
+}
+
+// MustRegister is Register for start-up code, where a failure is a programming error.
+func (r *Registry) MustRegister(t Type) {
+	if err := r.Register(t); err != nil {
+		panic(err)
+	}
+}
+
+// Lookup returns the type registered under name.
+func (r *Registry) Lookup(name string) (*Type, bool) {
+	t, ok := r.types[name]
+	return t, ok
+}
+
+// Names returns every registered type name, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.types))
+	for n := range r.types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// metaAttributes are the settings every task block accepts; the engine owns them.
+var metaAttributes = map[string]bool{
+	"depends_on": true, "for_each": true, "timeout": true, "retry": true, "description": true,
+}
+
+// IsMetaAttribute reports whether name is one of the shared task settings.
+func IsMetaAttribute(name string) bool { return metaAttributes[name] }

@@ -1,0 +1,59 @@
+// Package tasks owns the contract between the engine and every task type: the Task
+// interface, the Env a task runs in, and the Registry that maps a type name to its
+// constructor and documentation.
+//
+// It does not own decoding HCL into a task (the engine's config package does that with
+// gohcl against the struct a constructor returns), scheduling, retries, timeouts or
+// checkpoints (the engine does those). Task types live in subpackages, one per family.
+package tasks
+
+import (
+	"context"
+	"io"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Task is one configured task instance. A task type IS its hcl-tagged config struct:
+// the engine decodes the block body into the value its constructor returns, then calls
+// Validate, then Run.
+//
+// Validate must be fast and offline: it checks the decoded attributes for consistency
+// (mutually exclusive attributes, parseable durations) and touches no network or disk.
+// It may return an *AttrError to point the diagnostic at one attribute.
+//
+// Run performs the side effect and returns the outputs. It must return promptly once ctx
+// is cancelled, and it must be idempotent: after a kill between the side effect and its
+// checkpoint, the engine runs it again.
+type Task interface {
+	Validate() error
+	Run(ctx context.Context, env *Env) (Outputs, error)
+}
+
+// Outputs are the values a task publishes to its dependents, by attribute name. Their
+// types must match the Output declarations of the task's Type.
+type Outputs map[string]cty.Value
+
+// Env is what the engine hands a running task. Stdout and Stderr are streamed to the
+// user with the instance's address as prefix, kept for `flow logs`, and have secrets
+// redacted; they are safe for concurrent use by one task. Logger carries the address.
+type Env struct {
+	// Address is the instance address, e.g. exec.build["member1"].
+	Address string
+	// Attempt counts from 1; it is above 1 when the task's retry block re-runs it.
+	Attempt int
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Logger  hclog.Logger
+}
+
+// AttrError is a Validate error about one attribute; the engine reports it on that
+// attribute's source range instead of the whole block.
+type AttrError struct {
+	Attr string
+	Err  error
+}
+
+func (e *AttrError) Error() string { return e.Attr + ": " + e.Err.Error() }
+func (e *AttrError) Unwrap() error { return e.Err }
