@@ -1,0 +1,45 @@
+# flow — build, test, benchmark and demo. `make test` is what CI runs.
+GO       ?= go
+BIN      := bin/flow
+PKGS     := ./...
+export GOFLAGS := -buildvcs=false
+
+.PHONY: all build test unit e2e bench demo demo-resume fmt vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/flow
+
+# Everything the tests need is installed and started by the project itself:
+# scripts/prereqs.sh checks (and on a fresh machine installs) what they use.
+test: build
+	bash scripts/prereqs.sh
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+unit:
+	$(GO) test -count=1 -short $(PKGS)
+
+e2e: build
+	$(GO) test -count=1 -v -timeout 20m ./e2e/...
+
+# Benchmarks are never part of `make test`: they measure, they do not assert.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./engine/...
+	bash scripts/bench.sh
+
+# The main job for now: a member fan-out with exec tasks. Ctrl-C it, then `make demo-resume`.
+demo: build
+	./$(BIN) run flows/demo.hcl --new
+
+demo-resume: build
+	./$(BIN) resume
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+	./$(BIN) fmt flows
+
+clean:
+	rm -rf bin .flow

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Checks, and on a fresh machine installs, what `make test` needs. With CI=true a
+# missing dependency that cannot be installed is a failure, never a silent skip.
+set -euo pipefail
+
+need() { # need CMD DEBIAN_PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "prereqs: installing $2 for $1"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  fi
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "prereqs: $1 is missing (Debian package $2)" >&2
+  [ "${CI:-}" = true ] && exit 1
+  return 0
+}
+
+need go golang-go
+need make make
+need sh dash
+need sleep coreutils
+echo "prereqs: ok"
