@@ -31,6 +31,11 @@ func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read flow", Detail: err.Error()}}
 	}
+	// Absolute, so "${path.flow}/x" works in file() (which resolves against Dir) and
+	// evaluates the same when a run is resumed from its recorded absolute path.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	f := &Flow{
 		Path: path, Dir: dir, Sources: map[string][]byte{},
 		Variables: map[string]*Variable{}, Locals: map[string]*Local{}, taskIndex: map[string]*Task{},

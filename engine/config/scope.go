@@ -41,30 +41,36 @@ func (f *Flow) NewScope(vars map[string]cty.Value) (*Scope, hcl.Diagnostics) {
 	sort.Slice(s.Secrets, func(i, j int) bool { return len(s.Secrets[i]) > len(s.Secrets[j]) })
 	var diags hcl.Diagnostics
 	state := map[string]int{} // 0 new, 1 visiting, 2 done
-	var visit func(name string, path []string)
-	visit = func(name string, path []string) {
+	var visit func(name string, path []string) bool
+	visit = func(name string, path []string) bool {
 		l := f.Locals[name]
 		switch state[name] {
 		case 2:
-			return
+			return true
 		case 1:
 			diags = append(diags, errorf(l.DeclRange, "Cycle in local values", "%s.",
 				"local."+strings.Join(append(path, name), " -> local.")))
-			return
+			return false
 		}
 		state[name] = 1
+		ok := true
 		for _, t := range l.Expr.Variables() {
 			if t.RootName() != "local" || len(t) < 2 {
 				continue
 			}
-			if a, ok := t[1].(hcl.TraverseAttr); ok && f.Locals[a.Name] != nil {
-				visit(a.Name, append(path, name))
+			if a, isAttr := t[1].(hcl.TraverseAttr); isAttr && f.Locals[a.Name] != nil {
+				ok = visit(a.Name, append(path, name)) && ok
 			}
 		}
 		state[name] = 2
+		if !ok { // on a cycle: already reported; evaluating would only add confusing errors
+			s.Locals[name] = cty.DynamicVal
+			return false
+		}
 		val, d := l.Expr.Value(s.EvalContext(cty.NilVal, cty.NilVal))
 		diags = append(diags, d...)
 		s.Locals[name] = val
+		return true
 	}
 	for _, name := range keys(f.Locals) {
 		visit(name, nil)

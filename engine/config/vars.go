@@ -138,13 +138,20 @@ func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) 
 	attrs, diags := file.Body.JustAttributes()
 	out := map[string]cty.Value{}
 	for name, a := range attrs {
-		if _, ok := f.Variables[name]; !ok {
+		v, ok := f.Variables[name]
+		if !ok {
 			diags = append(diags, errorf(a.NameRange, "Undeclared variable",
 				"The flow declares no variable %q.%s", name, suggest(name, keys(f.Variables))))
 			continue
 		}
 		val, d := a.Expr.Value(nil)
 		diags = append(diags, d...)
+		if _, err := convert.Convert(val, v.Type); err != nil && !d.HasErrors() {
+			// Report a wrong type on the value in the file, not on the declaration.
+			diags = append(diags, errorf(a.Expr.Range(), "Invalid value for variable",
+				"The value given for %q does not match its type: %s.", name, err))
+			continue
+		}
 		out[name] = val
 	}
 	return out, diags

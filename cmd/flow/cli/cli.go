@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -99,8 +100,17 @@ with "flow resume" without redoing what succeeded.`,
 	return c
 }
 
-// Execute runs the command line args.
+// Execute runs the command line args. FLOW_CPUPROFILE=FILE writes a CPU profile, for
+// the benchmarks in docs/performance.md.
 func (c *CLI) Execute(args []string) error {
+	if path := os.Getenv("FLOW_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			defer f.Close()
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	c.root.SetArgs(args)
 	return c.root.Execute()
 }

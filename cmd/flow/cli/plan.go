@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -64,7 +64,7 @@ func (c *CLI) plan(path string, v varFlags) error {
 func (c *CLI) previousFor(path string) (map[string]*state.Instance, map[string]cty.Value, uint64, error) {
 	store, busy, err := c.openRead()
 	if err != nil {
-		if strings.Contains(err.Error(), "no state file") {
+		if errors.As(err, new(noStateError)) {
 			return nil, nil, 0, nil
 		}
 		return nil, nil, 0, err

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
+	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -58,10 +60,19 @@ type liveSource struct {
 }
 
 func (s liveSource) Status() any {
-	return newStatusDoc(s.run, string(state.Running), s.runner.Snapshot())
+	recs := s.runner.Snapshot()
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Address < recs[j].Address }) // as the store orders them
+	return newStatusDoc(s.run, string(state.Running), recs)
 }
 
 func (s liveSource) Log(addr string) ([]byte, bool) { return s.runner.Log(addr) }
+
+// noStateError is a missing state file, which plan treats as "nothing ran yet".
+type noStateError struct{ path string }
+
+func (e noStateError) Error() string {
+	return fmt.Sprintf("no state file at %s: nothing has run here yet", e.path)
+}
 
 // openRead opens the state file for reading. While a run holds it, it returns
 // (nil, true, nil): the caller asks the running process instead.
@@ -71,8 +82,8 @@ func (c *CLI) openRead() (*state.Store, bool, error) {
 	switch {
 	case errors.As(err, &locked):
 		return nil, true, nil
-	case err != nil && os.IsNotExist(errors.Unwrap(err)):
-		return nil, false, failf(ExitInvalid, "no state file at %s: nothing has run here yet", c.state())
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return nil, false, fail(ExitInvalid, noStateError{c.state()})
 	case err != nil:
 		return nil, false, fail(ExitInvalid, err)
 	}
@@ -248,7 +259,17 @@ secrets redacted. While a run is in progress it prints the output captured so fa
 	return cmd
 }
 
+// normalizeAddress accepts TYPE.NAME[KEY] without quotes, as shells tend to leave it.
+func normalizeAddress(addr string) string {
+	i := strings.IndexByte(addr, '[')
+	if i < 0 || !strings.HasSuffix(addr, "]") || strings.HasPrefix(addr[i+1:], `"`) {
+		return addr
+	}
+	return fmt.Sprintf("%s[%q]", addr[:i], addr[i+1:len(addr)-1])
+}
+
 func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
+	addr = normalizeAddress(addr)
 	store, busy, err := c.openRead()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,3 @@
+variable "who" {
+  default = "dir"
+}

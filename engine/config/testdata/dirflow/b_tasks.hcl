@@ -1,0 +1,3 @@
+task "exec" "hello" {
+  command = ["echo", var.who, exec.later.stdout]
+}

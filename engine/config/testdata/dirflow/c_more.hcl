@@ -1,0 +1,3 @@
+task "exec" "later" {
+  command = ["echo", file("data.txt")]
+}

@@ -1,0 +1,3 @@
+level    = "file1"
+replicas = 2
+members  = ["b", "c"]

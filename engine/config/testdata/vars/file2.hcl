@@ -1,0 +1,1 @@
+level = "file2"
