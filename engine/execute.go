@@ -86,7 +86,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			done = nil
 			c.interrupted, c.stopping = true, true
 			cancelTasks() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
-			c.cancelBackoffs()
+			c.abandonBackoffs(state.Interrupted)
 		case ev := <-c.events:
 			c.handle(ev)
 			if c.fatal != nil {
@@ -126,13 +126,14 @@ func (c *coordinator) handle(ev any) {
 		c.inflight -= len(ev.addrs)
 		if ev.err != nil {
 			c.fatal, c.stopping = fmt.Errorf("write checkpoint: %w", ev.err), true
+			c.abandonBackoffs(state.Failed)
 			return
 		}
 		for _, addr := range ev.addrs {
 			c.release(addr)
 		}
 	case retryDue:
-		if _, ok := c.backoff[ev.inst.Addr]; ok && !c.stopping {
+		if _, ok := c.backoff[ev.inst.Addr]; ok { // gone if abandoned meanwhile
 			delete(c.backoff, ev.inst.Addr)
 			c.ready = append(c.ready, queued{ev.inst, ev.attempt})
 		}
@@ -206,6 +207,7 @@ func (c *coordinator) failed(res *attemptResult, elapsed time.Duration) {
 	c.skipDependents(addr)
 	if c.opts.FailFast {
 		c.stopping = true
+		c.abandonBackoffs(state.Failed)
 	}
 }
 
@@ -235,15 +237,20 @@ func (c *coordinator) skipDependents(failed string) {
 	}
 }
 
-func (c *coordinator) cancelBackoffs() {
+// abandonBackoffs ends the instances waiting out a retry delay when the run stops:
+// interrupted on a signal, failed with their last error otherwise.
+func (c *coordinator) abandonBackoffs(status state.Status) {
 	for addr, t := range c.backoff {
 		t.Stop()
 		delete(c.backoff, addr)
 		c.final[addr] = true
 		rec := c.update(addr, func(rec *state.Instance) {
-			rec.Status, rec.FinishedAt = state.Interrupted, timePtr(time.Now())
+			rec.Status, rec.FinishedAt = status, timePtr(time.Now())
 		})
-		c.commit.submit(rec, nil, false)
+		c.commit.submit(rec, c.captures[addr].bytes(), false)
+		if status == state.Failed {
+			c.skipDependents(addr)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,14 +42,14 @@ type recorder struct {
 	mu      sync.Mutex
 	seq     int
 	events  []event
-	cur     int            // task Runs in progress
-	max     int            // highest cur seen
+	cur     int               // task Runs in progress
+	max     int               // highest cur seen
 	inputs  map[string]string // last input (key or value) seen by Run, per address
-	runs    map[string]int // Run calls per address (reset between runs)
-	tries   map[string]int // test_fail attempts per address (survives reset)
-	commits map[string]int // address -> seq of the commit that made its success durable
-	batches [][]string     // addresses committed as succeeded, per Commit
-	changed chan struct{}  // signalled (non-blocking) after every event
+	runs    map[string]int    // Run calls per address (reset between runs)
+	tries   map[string]int    // test_fail attempts per address (survives reset)
+	commits map[string]int    // address -> seq of the commit that made its success durable
+	batches [][]string        // addresses committed as succeeded, per Commit
+	changed chan struct{}     // signalled (non-blocking) after every event
 }
 
 func newRecorder() *recorder {
@@ -418,7 +419,10 @@ func (h *harness) run(ctx context.Context, p *engine.Plan, opts engine.Options) 
 	if opts.Parallelism == 0 {
 		opts.Parallelism = 4
 	}
-	out := &syncBuffer{}
+	out, ok := opts.Out.(*syncBuffer) // a caller may pass one to watch the run
+	if !ok {
+		out = &syncBuffer{}
+	}
 	opts.Out = out
 	res, err := engine.NewRunner(p, opts).Run(ctx)
 	if err != nil {
@@ -442,6 +446,18 @@ func (h *harness) stored(runID uint64) map[string]*state.Instance {
 
 // previous is what a resume of runID passes as Options.Previous.
 func (h *harness) previous(runID uint64) map[string]*state.Instance { return h.stored(runID) }
+
+// waitOutput polls out until it contains want or timeout passes.
+func waitOutput(out *syncBuffer, want string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
 
 // runFlow is the one-call form: new harness, plan src, run it.
 func runFlow(t *testing.T, src string, opts engine.Options) (*harness, outcome) {

@@ -413,3 +413,112 @@ task "test_sleep" "c" {
 	}
 	h.assertStored(o)
 }
+
+// runWithin runs p in the background and fails the test if it has not returned
+// after limit (the runner is then left behind; the test binary exits anyway).
+func runWithin(t *testing.T, h *harness, ctx context.Context, p *engine.Plan, opts engine.Options, limit time.Duration) outcome {
+	t.Helper()
+	done := make(chan outcome, 1)
+	go func() { done <- h.run(ctx, p, opts) }()
+	select {
+	case o := <-done:
+		return o
+	case <-time.After(limit):
+		t.Fatalf("run did not return within %s", limit)
+		return outcome{}
+	}
+}
+
+// A failure under --fail-fast while another instance waits to retry must end the
+// run: the waiting instance gets no further attempt and stays failed.
+func TestFailFastDuringRetryBackoff(t *testing.T) {
+	src := `
+task "test_fail" "r" {
+  fail_times = 1
+  retry {
+    attempts = 2
+    delay    = "400ms"
+  }
+}
+
+task "test_sleep" "s" {
+  ms = 20
+}
+
+task "test_fail" "f" {
+  fail_times = 100
+  depends_on = [test_sleep.s]
+}
+
+task "test_sleep" "after_r" {
+  depends_on = [test_fail.r]
+  ms         = 1
+}
+`
+	h := newHarness(t)
+	o := runWithin(t, h, context.Background(), h.plan(src), engine.Options{FailFast: true}, 10*time.Second)
+	recs := o.byAddr()
+	if o.res.Status != state.Failed || o.res.FirstFailure != "test_fail.f" {
+		t.Errorf("status %s, first failure %q; want failed, test_fail.f\n%s", o.res.Status, o.res.FirstFailure, statuses(o.res.Records))
+	}
+	if r := recs["test_fail.r"]; r.Status != state.Failed || r.Attempts != 1 || !strings.Contains(r.Error, "planned failure 1 of 1") {
+		t.Errorf("test_fail.r: status %s after %d attempts, error %q; want failed after 1 with its error", r.Status, r.Attempts, r.Error)
+	}
+	if n := h.rec.runsOf("test_fail.r"); n != 1 {
+		t.Errorf("test_fail.r ran %d times, want 1", n)
+	}
+	if r := recs["test_sleep.after_r"]; r.Status != state.Skipped {
+		t.Errorf("test_sleep.after_r: status %s, want skipped", r.Status)
+	}
+	h.assertStored(o)
+}
+
+// Cancelling while an instance waits to retry interrupts it at once instead of
+// waiting for its backoff.
+func TestCancelDuringRetryBackoff(t *testing.T) {
+	src := `
+task "test_fail" "r" {
+  fail_times = 1
+  retry {
+    attempts = 2
+    delay    = "20s"
+  }
+}
+`
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	go func() {
+		defer cancel()
+		if !waitOutput(out, "retrying in", 10*time.Second) {
+			t.Errorf("the first attempt never failed:\n%s", out.String())
+		}
+	}()
+	// The backoff is at least 10s, so returning within 8s means it was not waited for.
+	o := runWithin(t, h, ctx, h.plan(src), engine.Options{Out: out}, 8*time.Second)
+	if o.res.Status != state.Interrupted {
+		t.Errorf("status %s, want interrupted", o.res.Status)
+	}
+	if r := o.byAddr()["test_fail.r"]; r.Status != state.Interrupted || r.Attempts != 1 {
+		t.Errorf("test_fail.r: status %s after %d attempts; want interrupted after 1", r.Status, r.Attempts)
+	}
+	h.assertStored(o)
+}
+
+func TestProgressLines(t *testing.T) {
+	src := `
+task "test_sleep" "slow" {
+  ms = 300
+}
+`
+	_, o := runFlow(t, src, engine.Options{ProgressEvery: 20 * time.Millisecond})
+	if !strings.Contains(o.out, "test_sleep.slow: still running") {
+		t.Errorf("no progress line in:\n%s", o.out)
+	}
+	for _, want := range []string{"test_sleep.slow: started", "test_sleep.slow: succeeded in"} {
+		if !strings.Contains(o.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, o.out)
+		}
+	}
+}
