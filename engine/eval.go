@@ -43,6 +43,10 @@ func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) *hcl.EvalContext {
 			byType[r.Type][r.Name] = lookup(r.Addr)
 			continue
 		}
+		if len(p.byTask[r.Addr]) == 0 { // for_each not known yet (validate without values)
+			byType[r.Type][r.Name] = cty.DynamicVal
+			continue
+		}
 		if keyed[r.Addr] == nil {
 			keyed[r.Addr] = map[string]cty.Value{}
 		}

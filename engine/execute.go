@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,21 @@ import (
 type queued struct {
 	inst    *Instance
 	attempt int
+}
+
+// readyQueue starts instances in plan order, whatever order they became ready in, so
+// `flow plan` shows the order a run starts them in.
+type readyQueue []queued
+
+func (q readyQueue) Len() int           { return len(q) }
+func (q readyQueue) Less(i, j int) bool { return q[i].inst.order < q[j].inst.order }
+func (q readyQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *readyQueue) Push(x any)        { *q = append(*q, x.(queued)) }
+func (q *readyQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
 }
 
 // retryDue puts an instance back in the ready queue after its backoff.
@@ -38,7 +54,7 @@ type coordinator struct {
 	final    map[string]bool      // succeeded, failed, skipped or interrupted
 	started  map[string]time.Time // running instances
 	backoff  map[string]*time.Timer
-	ready    []queued
+	ready    readyQueue
 	running  int
 	inflight int // submitted records whose durability someone waits for
 
@@ -66,7 +82,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		inst := r.plan.Instances[addr]
 		c.waiting[addr] = len(inst.Deps)
 		if len(inst.Deps) == 0 {
-			c.ready = append(c.ready, queued{inst, 1})
+			heap.Push(&c.ready, queued{inst, 1})
 		}
 	}
 	ticker := time.NewTicker(r.opts.ProgressEvery)
@@ -74,8 +90,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	done := ctx.Done()
 	for {
 		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 {
-			q := c.ready[0]
-			c.ready = c.ready[1:]
+			q := heap.Pop(&c.ready).(queued)
 			c.start(q.inst, q.attempt)
 		}
 		if c.running == 0 && len(c.backoff) == 0 && c.inflight == 0 && (c.stopping || len(c.ready) == 0) {
@@ -135,7 +150,7 @@ func (c *coordinator) handle(ev any) {
 	case retryDue:
 		if _, ok := c.backoff[ev.inst.Addr]; ok { // gone if abandoned meanwhile
 			delete(c.backoff, ev.inst.Addr)
-			c.ready = append(c.ready, queued{ev.inst, ev.attempt})
+			heap.Push(&c.ready, queued{ev.inst, ev.attempt})
 		}
 	}
 }
@@ -144,7 +159,7 @@ func (c *coordinator) handle(ev any) {
 func (c *coordinator) release(addr string) {
 	for _, dep := range c.plan.Dependents(addr) {
 		if c.waiting[dep]--; c.waiting[dep] == 0 && !c.final[dep] {
-			c.ready = append(c.ready, queued{c.plan.Instances[dep], 1})
+			heap.Push(&c.ready, queued{c.plan.Instances[dep], 1})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/dag"
@@ -21,6 +22,7 @@ type Instance struct {
 	Deps []string
 	// deps per reference: refDeps[i] lists the instances Task.Refs[i] reads.
 	refDeps [][]string
+	order   int // index in Plan.Order
 }
 
 // Plan is a flow expanded into instances with their dependency graph, checked
@@ -63,6 +65,9 @@ func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 		return p, append(diags, p.cycleDiagnostics(err)...)
 	}
 	p.Order = order
+	for i, addr := range order {
+		p.Instances[addr].order = i
+	}
 	return p, append(diags, p.typeCheck()...)
 }
 
@@ -123,8 +128,8 @@ func (p *Plan) resolve(inst *Instance, r config.Ref) ([]string, hcl.Diagnostics)
 		if d.HasErrors() {
 			return nil, d
 		}
-		if v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
-			key = v
+		if s, err := convert.Convert(v, cty.String); err == nil && s.IsKnown() && !s.IsNull() {
+			key = s
 		}
 	}
 	if key == cty.NilVal || len(targets) == 0 || targets[0].Key == cty.NilVal {

@@ -4,6 +4,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Ref is one reference from an expression to a task: TYPE.NAME (every instance),
@@ -119,7 +120,16 @@ func traversalRef(t hcl.Traversal) (Ref, hcl.Diagnostics) {
 	rest := t[2:]
 	if len(rest) > 0 {
 		if ix, ok := rest[0].(hcl.TraverseIndex); ok {
-			r.Key, rest = ix.Key, rest[1:]
+			// exec.a[1] means key "1", as indexing an object does; keys are strings.
+			key, err := convert.Convert(ix.Key, cty.String)
+			if err != nil || key.IsNull() {
+				return Ref{Type: r.Type, Range: r.Range}, hcl.Diagnostics{{
+					Severity: hcl.DiagError, Summary: "Invalid instance key",
+					Detail:  "An instance key is a string, as in TYPE.NAME[\"KEY\"].",
+					Subject: ix.SourceRange().Ptr(),
+				}}
+			}
+			r.Key, rest = key, rest[1:]
 		}
 	}
 	if len(rest) > 0 {

@@ -156,8 +156,10 @@ func (s *Scope) Expand(t *Task) ([]Instance, hcl.Diagnostics) {
 	switch {
 	case val.IsNull():
 		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each is null; give a map or a set of strings.")}
-	case !val.IsWhollyKnown():
-		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each depends on a variable that has no value yet; set it to expand this task.")}
+	case !val.IsWhollyKnown(): // only when checking without variable values
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "for_each not expanded",
+			Detail:  "for_each depends on a variable that has no value yet, so this task's instances are not checked.",
+			Subject: rng.Ptr()}}
 	case val.HasMark(Sensitive) || val.ContainsMarked():
 		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each keys become part of task addresses, so they cannot be sensitive.")}
 	case ty.IsMapType() || ty.IsObjectType():

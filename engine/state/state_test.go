@@ -173,7 +173,7 @@ func TestRoundTrip(t *testing.T) {
 		{Address: "task.a", Type: "exec", Status: Skipped, Reason: "condition false"},
 	}
 	logs := map[string][]byte{
-		"task.build":         []byte("line 1\nline 2\n"),
+		"task.build":          []byte("line 1\nline 2\n"),
 		"task.deploy[\"eu\"]": {0, 1, 2, 0xff},
 	}
 	if err := s.Commit(run.ID, nil, instances, logs); err != nil {
@@ -853,20 +853,21 @@ func TestCorruptPages(t *testing.T) {
 			for i := 16; i+16 <= len(p); i += 16 {
 				binary.LittleEndian.PutUint32(p[i:], uint32(len(p)-i)) // pos
 				binary.LittleEndian.PutUint32(p[i+4:], 1)              // ksize
-				binary.LittleEndian.PutUint64(p[i+8:], 1<<40)         // pgid far beyond the file
+				binary.LittleEndian.PutUint64(p[i+8:], 1<<40)          // pgid far beyond the file
 			}
 		},
 		"leaf value beyond file": func(p []byte) {
 			binary.LittleEndian.PutUint16(p[8:], 0x02)
 			binary.LittleEndian.PutUint16(p[10:], 1)
 			binary.LittleEndian.PutUint32(p[12:], 0)
-			binary.LittleEndian.PutUint32(p[16:], 0)            // flags: plain value
-			binary.LittleEndian.PutUint32(p[20:], 16)           // pos
-			binary.LittleEndian.PutUint32(p[24:], 1)            // ksize
+			binary.LittleEndian.PutUint32(p[16:], 0)             // flags: plain value
+			binary.LittleEndian.PutUint32(p[20:], 16)            // pos
+			binary.LittleEndian.PutUint32(p[24:], 1)             // ksize
 			binary.LittleEndian.PutUint32(p[28:], uint32(4<<20)) // vsize: past the end of the mapping
 		},
 	}
 	var failed, opened int
+	var prev string
 	for name, corrupt := range corruptions {
 		for pg := 2; (pg+1)*pageSize <= len(valid); pg++ {
 			b := bytes.Clone(valid)
@@ -886,8 +887,9 @@ func TestCorruptPages(t *testing.T) {
 				case errors.As(err, &fe):
 					failed++
 				default:
-					t.Errorf("%s, page %d, readonly=%v: %v", name, pg, ro, err)
+					t.Fatalf("%s, page %d, readonly=%v: %v (previous: %s)", name, pg, ro, err, prev)
 				}
+				prev = fmt.Sprintf("%s page %d ro=%v err=%v", name, pg, ro, err)
 				if err != nil && !bytes.Equal(b, readFile(t, path)) {
 					t.Fatalf("%s, page %d: failed Open modified the file", name, pg)
 				}

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
+
+	"github.com/flowdev/flow/engine/config"
 )
 
 func (c *CLI) fmtCmd() *cobra.Command {
@@ -51,7 +53,7 @@ func (c *CLI) format(path string, check bool) error {
 		}
 		// Never rewrite a file that does not parse: formatting would garble it.
 		if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
-			c.printDiags(nil, diags)
+			c.printDiags(&config.Flow{Sources: map[string][]byte{name: src}}, diags) // for the source snippet
 			return reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
 		}
 		out := hclwrite.Format(src)

@@ -17,7 +17,8 @@ func (c *CLI) planCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan PATH",
 		Short: "List the task instances in order and whether a resume would run or skip each",
-		Long: `List every task instance of the flow in the order it would start, each with what
+		Long: `List every task instance of the flow in dependency order (a run starts ready instances
+in this order; with free slots it does not wait for one), each with what
 "flow resume" would do with it and why: run (not run before, failed, inputs changed),
 skip (succeeded with the same inputs), or run? (it waits for something that runs, and is
 skipped at run time only if its inputs come out unchanged). Without an unfinished run of

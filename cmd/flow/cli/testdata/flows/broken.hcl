@@ -1,0 +1,2 @@
+task "exec" "a" {
+  command = ["echo"
