@@ -22,8 +22,9 @@ type Flow struct {
 	// relative paths in file() and templatefile() resolve against.
 	Path string
 	Dir  string
-	// Sources maps file name to its bytes, for printing diagnostics with context.
-	Sources map[string][]byte
+	// Files maps file name to its parsed file, for printing diagnostics with their
+	// source snippet and enclosing block.
+	Files map[string]*hcl.File
 	// Hash is a hex SHA-256 over the names and contents of the flow's files.
 	Hash string
 

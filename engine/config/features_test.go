@@ -192,8 +192,8 @@ func TestLocalsChain(t *testing.T) {
 // across files and file() relative to the directory.
 func TestDirectoryFlow(t *testing.T) {
 	flow, plan := mustPlan(t, filepath.Join("testdata", "dirflow"), config.VarInputs{})
-	if len(flow.Sources) != 3 {
-		t.Errorf("Sources = %v", sortedKeys(flow.Sources))
+	if len(flow.Files) != 3 {
+		t.Errorf("Files = %v", sortedKeys(flow.Files))
 	}
 	if got := plan.Instances["exec.hello"].Deps; !reflect.DeepEqual(got, []string{"exec.later"}) {
 		t.Errorf("exec.hello.Deps = %q", got)

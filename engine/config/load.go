@@ -37,7 +37,7 @@ func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
 		dir = abs
 	}
 	f := &Flow{
-		Path: path, Dir: dir, Sources: map[string][]byte{},
+		Path: path, Dir: dir, Files: map[string]*hcl.File{},
 		Variables: map[string]*Variable{}, Locals: map[string]*Local{}, taskIndex: map[string]*Task{},
 	}
 	parser := hclparse.NewParser()
@@ -50,7 +50,7 @@ func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
 		if file == nil {
 			continue
 		}
-		f.Sources[name] = file.Bytes
+		f.Files[name] = file
 		fmt.Fprintf(hash, "%s\x00%d\x00", filepath.Base(name), len(file.Bytes))
 		hash.Write(file.Bytes)
 		content, d := file.Body.Content(rootSchema)

@@ -215,11 +215,11 @@ func TestValidate(t *testing.T) {
 	// Every error with file:line and the source line it points at, in one pass.
 	for _, want := range []string{
 		`Error: Unknown task type`,
-		`on testdata/flows/invalid.hcl line 6:`,
+		`on testdata/flows/invalid.hcl line 6, in task "exce" "build":`,
 		`   6: task "exce" "build" {`,
 		`Did you mean "exec"?`,
 		`Error: Reference to undeclared variable`,
-		`on testdata/flows/invalid.hcl line 11:`,
+		`on testdata/flows/invalid.hcl line 11, in task "exec" "test":`,
 		`  11:   command = ["echo", exec.build.stdout, var.member]`,
 		`Did you mean "members"?`,
 		`Error: Reference to undeclared task`,

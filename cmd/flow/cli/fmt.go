@@ -53,7 +53,7 @@ func (c *CLI) format(path string, check bool) error {
 		}
 		// Never rewrite a file that does not parse: formatting would garble it.
 		if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
-			c.printDiags(&config.Flow{Sources: map[string][]byte{name: src}}, diags) // for the source snippet
+			c.printDiags(&config.Flow{Files: map[string]*hcl.File{name: {Bytes: src}}}, diags) // for the source snippet
 			return reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
 		}
 		out := hclwrite.Format(src)

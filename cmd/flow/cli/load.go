@@ -61,11 +61,9 @@ func (c *CLI) load(path string, v varFlags, base map[string]cty.Value, partial b
 }
 
 func (c *CLI) printDiags(flow *config.Flow, diags hcl.Diagnostics) {
-	files := map[string]*hcl.File{}
+	var files map[string]*hcl.File
 	if flow != nil {
-		for name, src := range flow.Sources {
-			files[name] = &hcl.File{Bytes: src}
-		}
+		files = flow.Files
 	}
 	w := hcl.NewDiagnosticTextWriter(c.stderr, files, 100, false)
 	w.WriteDiagnostics(diags)
