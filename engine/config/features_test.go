@@ -13,6 +13,9 @@ import (
 
 func valid(name string) string { return filepath.Join("testdata", "valid", name) }
 
+// shippedDemo is the demo flow users run with `make demo`: tested here as shipped.
+var shippedDemo = filepath.Join("..", "..", "flows", "demo.hcl")
+
 func wantDeps(t *testing.T, got, want map[string][]string) {
 	t.Helper()
 	for addr, w := range want {
@@ -30,7 +33,7 @@ func wantDeps(t *testing.T, got, want map[string][]string) {
 // TestPerInstanceEdges checks that TYPE.NAME[each.key] makes one edge per instance,
 // to the same member's upstream instance, in attributes and in depends_on alike.
 func TestPerInstanceEdges(t *testing.T) {
-	_, plan := mustPlan(t, valid("demo.hcl"), config.VarInputs{})
+	_, plan := mustPlan(t, shippedDemo, config.VarInputs{})
 	got := map[string][]string{}
 	for addr, inst := range plan.Instances {
 		got[addr] = inst.Deps
