@@ -96,6 +96,18 @@ func countMarks(marks []string) map[string]int {
 	return n
 }
 
+// killMoment picks when to SIGKILL an invocation with left of all instances still to
+// run: a quarter of the kills come within the first 40ms (before or while the state
+// file is created and the run recorded), the rest anywhere in the time the remaining
+// work takes, up to maxKillAfter.
+func killMoment(rng *rand.Rand, left, all int) time.Duration {
+	if rng.IntN(4) == 0 {
+		return time.Duration(rng.Int64N(int64(40 * time.Millisecond)))
+	}
+	span := max(maxKillAfter*time.Duration(left)/time.Duration(all), 200*time.Millisecond)
+	return time.Duration(rng.Int64N(int64(span)))
+}
+
 func crashSeed(t *testing.T) uint64 {
 	t.Helper()
 	if s := os.Getenv("E2E_SEED"); s != "" {
@@ -182,7 +194,7 @@ func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals) {
 		}
 		killAfter := time.Duration(-1)
 		if killsDone < kills {
-			killAfter = time.Duration(rng.Int64N(int64(maxKillAfter)))
+			killAfter = killMoment(rng, len(addrs)-len(seen), len(addrs))
 		}
 		invocations++
 		p := start(t, tag, dir, args...)
@@ -251,10 +263,13 @@ func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals) {
 				t.Fatalf("%s: status shows run %d, want run 1 (resume must continue the run)\n%s", entry, doc.RunID, r.desc)
 			}
 			hasRun = true
-			succeeded := 0
+			succeeded, running := 0, 0
 			for _, task := range doc.Tasks {
 				if _, ok := deps[task.Address]; !ok {
 					t.Fatalf("%s: status lists unknown instance %s", entry, task.Address)
+				}
+				if task.Status == "running" {
+					running++ // the record of a dead process; not asserted, only counted
 				}
 				if task.Status != "succeeded" {
 					continue
@@ -271,7 +286,20 @@ func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals) {
 					seen[task.Address] = n
 				}
 			}
+			// A success is durable before its dependents start, so no durable success
+			// may have a dependency that is not durably succeeded.
+			byAddr := doc.byAddress()
+			for _, task := range doc.Tasks {
+				for _, d := range deps[task.Address] {
+					if task.Status == "succeeded" && byAddr[d].Status != "succeeded" {
+						t.Errorf("%s: %s is recorded as succeeded but its dependency %s is %q", entry, task.Address, d, byAddr[d].Status)
+					}
+				}
+			}
 			entry += fmt.Sprintf(" -> killed; run %s, %d/%d succeeded", doc.Status, succeeded, len(addrs))
+			if running > 0 {
+				entry += fmt.Sprintf(", %d still shown running", running)
+			}
 			switch doc.Status {
 			case "interrupted":
 			case "succeeded": // the kill landed after the run was recorded as finished

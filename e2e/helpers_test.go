@@ -387,3 +387,13 @@ func killTagged(tag string) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// readFile returns the contents of path, "" if it does not exist.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -26,12 +26,12 @@ variable "seed" {
 
 variable "min_ms" {
   type    = number
-  default = 60
+  default = 80
 }
 
 variable "span_ms" {
   type    = number
-  default = 140
+  default = 160
 }
 
 locals {

@@ -98,6 +98,12 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		return fail(ExitInvalid, err)
 	}
 	defer store.Close()
+	src := &liveSource{}
+	if stopLive, err := live.Serve(store.Path(), src); err != nil {
+		c.logger().Warn("flow status from another terminal will not work", "error", err)
+	} else {
+		defer stopLive()
+	}
 	latest, err := store.LatestRun()
 	if err != nil {
 		return fail(ExitInvalid, err)
@@ -129,7 +135,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	if err != nil {
 		return fail(ExitInvalid, err)
 	}
-	return c.runPlan(store, run, l, previous, f)
+	return c.runPlan(store, src, run, l, previous, f)
 }
 
 func describeLatest(r *state.Run) string {
@@ -206,7 +212,7 @@ func recordVars(run *state.Run, l *loaded) error {
 
 // runPlan executes with signal handling and the live status endpoint, then records
 // and prints the outcome.
-func (c *CLI) runPlan(store *state.Store, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
+func (c *CLI) runPlan(store *state.Store, src *liveSource, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
 	ctx, stopSignals := c.interruptible()
 	defer stopSignals()
 	runner := engine.NewRunner(l.plan, engine.Options{
@@ -218,12 +224,7 @@ func (c *CLI) runPlan(store *state.Store, run *state.Run, l *loaded, previous ma
 		verb = "Resuming"
 	}
 	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(l.plan.Order), f.parallelism)
-	stopLive, err := live.Serve(store.Path(), liveSource{run: run, runner: runner})
-	if err != nil {
-		c.logger().Warn("flow status from another terminal will not work", "error", err)
-	} else {
-		defer stopLive()
-	}
+	src.start(run, runner)
 	began := time.Now()
 	res, runErr := runner.Run(ctx)
 	if res == nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -54,24 +55,60 @@ func effectiveStatus(r *state.Run) state.Status {
 }
 
 // liveSource answers `flow status` and `flow logs` from other terminals during a run.
+// It serves from the moment the state file is locked; until the run starts it reports a
+// run with no tasks yet.
 type liveSource struct {
+	mu     sync.Mutex
 	run    *state.Run
 	runner *engine.Runner
 }
 
-func (s liveSource) Status() any {
-	recs := s.runner.Snapshot()
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Address < recs[j].Address }) // as the store orders them
-	return newStatusDoc(s.run, string(state.Running), recs)
+func (s *liveSource) start(run *state.Run, runner *engine.Runner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.run, s.runner = run, runner
 }
 
-func (s liveSource) Log(addr string) ([]byte, bool) { return s.runner.Log(addr) }
+func (s *liveSource) Status() any {
+	s.mu.Lock()
+	run, runner := s.run, s.runner
+	s.mu.Unlock()
+	if runner == nil {
+		return statusDoc{Status: string(state.Running), Tasks: []taskDoc{}}
+	}
+	recs := runner.Snapshot()
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Address < recs[j].Address }) // as the store orders them
+	return newStatusDoc(run, string(state.Running), recs)
+}
+
+func (s *liveSource) Log(addr string) ([]byte, bool) {
+	s.mu.Lock()
+	runner := s.runner
+	s.mu.Unlock()
+	if runner == nil {
+		return nil, false
+	}
+	return runner.Log(addr)
+}
 
 // noStateError is a missing state file, which plan treats as "nothing ran yet".
 type noStateError struct{ path string }
 
 func (e noStateError) Error() string {
 	return fmt.Sprintf("no state file at %s: nothing has run here yet", e.path)
+}
+
+// retryLive asks the running process a few times: it may be between locking the state
+// file and answering, or just finishing.
+func retryLive(ask func() error) error {
+	var err error
+	for i := 0; i < 10; i++ {
+		if err = ask(); !errors.Is(err, live.ErrNotServing) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 // openRead opens the state file for reading. While a run holds it, it returns
@@ -129,7 +166,7 @@ func (c *CLI) loadStatus(runID uint64) (statusDoc, error) {
 		return doc, err
 	}
 	if busy {
-		if err := live.Status(c.state(), &doc); err != nil {
+		if err := retryLive(func() error { return live.Status(c.state(), &doc) }); err != nil {
 			return doc, failf(ExitInvalid, "%s is in use by another flow process, which did not answer: %v", c.state(), err)
 		}
 		if runID == 0 || runID == doc.RunID {
@@ -149,6 +186,9 @@ func (c *CLI) loadStatus(runID uint64) (statusDoc, error) {
 	flat := make([]state.Instance, len(recs))
 	for i, r := range recs {
 		flat[i] = *r
+		if run.Status == state.Running && r.Status == state.Running {
+			flat[i].Status = state.Interrupted // its process is gone: we could open the file
+		}
 	}
 	return newStatusDoc(run, string(effectiveStatus(run)), flat), nil
 }
@@ -275,7 +315,8 @@ func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 		return nil, err
 	}
 	if busy {
-		out, err := live.Log(c.state(), addr)
+		var out []byte
+		err := retryLive(func() (err error) { out, err = live.Log(c.state(), addr); return err })
 		if err != nil {
 			return nil, failf(ExitInvalid, "logs of %s: %v", addr, err)
 		}
