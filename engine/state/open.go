@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,9 +34,9 @@ var (
 // boltOptions are the bbolt options for every open of a state file. The
 // freelist is not synced (cheaper commits; bbolt rebuilds it on a writable
 // open) and kept in a hash map (cheap allocation in large files).
-func boltOptions(readOnly bool, deadline time.Time, openFile func(string, int, os.FileMode) (*os.File, error)) *bolt.Options {
+func boltOptions(readOnly bool, lockTimeout time.Duration, openFile func(string, int, os.FileMode) (*os.File, error)) *bolt.Options {
 	return &bolt.Options{
-		Timeout:        remaining(deadline),
+		Timeout:        boltTimeout(lockTimeout),
 		ReadOnly:       readOnly,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
@@ -43,11 +44,16 @@ func boltOptions(readOnly bool, deadline time.Time, openFile func(string, int, o
 	}
 }
 
-// remaining is the lock timeout left until deadline, at least 1ns, because 0
-// would make bbolt wait forever (1ns makes it try exactly once).
-func remaining(deadline time.Time) time.Duration {
-	if d := time.Until(deadline); d > time.Nanosecond {
-		return d
+// flockRetry is how often bbolt retries a busy lock; it gives up as soon as
+// less than one retry interval of its Timeout is left.
+const flockRetry = 50 * time.Millisecond
+
+// boltTimeout is the bbolt lock timeout that makes it give up after d. It is
+// never 0, which would make bbolt wait forever; for d <= 0 bbolt tries
+// exactly once.
+func boltTimeout(d time.Duration) time.Duration {
+	if d > 0 {
+		return d + flockRetry
 	}
 	return time.Nanosecond
 }
@@ -82,7 +88,7 @@ func createState(path string) (err error) {
 
 	// Hand the already-open temporary file to bbolt, which initialises it
 	// (it is empty) and closes it on db.Close.
-	db, err := bolt.Open(tmpName, 0o600, boltOptions(false, time.Now().Add(time.Second),
+	db, err := bolt.Open(tmpName, 0o600, boltOptions(false, time.Second,
 		func(string, int, os.FileMode) (*os.File, error) { return tmp, nil }))
 	if err != nil {
 		tmp.Close()
@@ -147,21 +153,22 @@ func syncDir(dir string) error {
 }
 
 // openBolt opens the existing file at path with bbolt and validates it,
-// taking a shared lock (readOnly) or an exclusive one, waiting until
-// deadline. It never creates or writes the file: bbolt does not write while
+// taking a shared lock (readOnly) or an exclusive one, waiting up to
+// lockTimeout for it; waited is about how long that took. It never creates or writes the file: bbolt does not write while
 // opening a non-empty file with NoFreelistSync, and empty files are refused
 // before bbolt sees them.
 //
-// deep additionally reads every page reachable from the root, so that a
-// corrupt or truncated file faults here, in this goroutine, where faults
-// are turned into panics and recovered, rather than in a goroutine of
-// bbolt's own (a writable open walks the whole file in one to rebuild the
-// freelist). want, if not nil, is the file a previous open validated; if
+// deep additionally checks every page reachable from the root (see
+// structure), so that a corrupt file is reported here rather than upsetting
+// bbolt: a writable open walks the whole file in a goroutine of bbolt's own
+// to rebuild the freelist, where reading outside the file crashes the
+// process, and it panics over inconsistencies without waiting for that
+// goroutine. want, if not nil, is the file a previous open validated; if
 // path no longer names it, openBolt fails.
 //
 // Errors are a *LockedError, a *FormatError, or an error from the file
 // system (not naming the file; the caller adds that).
-func openBolt(path string, readOnly, deep bool, deadline time.Time, want os.FileInfo) (db *bolt.DB, info os.FileInfo, err error) {
+func openBolt(path string, readOnly, deep bool, lockTimeout time.Duration, want os.FileInfo) (db *bolt.DB, info os.FileInfo, waited time.Duration, err error) {
 	var (
 		file    *os.File
 		fileErr error
@@ -192,56 +199,70 @@ func openBolt(path string, readOnly, deep bool, deadline time.Time, want os.File
 		return f, nil
 	}
 
-	// bbolt trusts the file's contents: a corrupt file may make it index
-	// out of range or touch memory beyond the end of the file (which the
-	// runtime reports as a fault). Recover either into a FormatError.
+	// bbolt trusts the file's contents: a corrupt file may make it panic,
+	// index out of range or read memory outside the file (which, with
+	// SetPanicOnFault, the runtime reports as a panic too). Recover any of
+	// these into a FormatError. The deep check is meant to make this
+	// unreachable, since it cannot be cleaned up fully: if bolt.Open itself
+	// panics, its memory map is lost, and the map keeps the file (and so
+	// its lock) open until the process exits.
 	defer func() {
 		if r := recover(); r != nil {
 			if db != nil {
 				db.Close() // the panic unwound the read transaction, so this does not block
 			} else if file != nil {
-				file.Close() // releases the lock; the mapping, if any, is lost
+				file.Close()
 			}
 			db, info, err = nil, nil, &FormatError{Path: path, Reason: fmt.Sprintf("the file is corrupt (%v)", r)}
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	db, err = bolt.Open(path, 0o600, boltOptions(readOnly, deadline, openFile))
+	start := time.Now()
+	db, err = bolt.Open(path, 0o600, boltOptions(readOnly, lockTimeout, openFile))
+	waited = time.Since(start)
 	if err != nil {
 		var errno syscall.Errno
 		var bad badFormat
 		switch {
 		case errors.As(err, &bad):
-			return nil, nil, &FormatError{Path: path, Reason: string(bad)}
+			return nil, nil, waited, &FormatError{Path: path, Reason: string(bad)}
 		case fileErr != nil:
-			return nil, nil, err
+			return nil, nil, waited, err
 		case errors.Is(err, berrors.ErrTimeout):
-			return nil, nil, &LockedError{Path: path, PID: holderPID(path)}
+			return nil, nil, waited, &LockedError{Path: path, PID: holderPID(path)}
 		case errors.As(err, &errno):
-			return nil, nil, err // an I/O or locking failure, not a format problem
+			return nil, nil, waited, err // an I/O or locking failure, not a format problem
 		default:
-			return nil, nil, &FormatError{Path: path, Reason: "not a bbolt database: " + err.Error()}
+			return nil, nil, waited, &FormatError{Path: path, Reason: "not a bbolt database: " + err.Error()}
 		}
 	}
-	if err := db.View(func(tx *bolt.Tx) error { return validate(tx, info.Size(), deep) }); err != nil {
+	if err := db.View(func(tx *bolt.Tx) error { return validate(tx, file, info.Size(), deep) }); err != nil {
 		db.Close()
 		var bad badFormat
 		if errors.As(err, &bad) {
-			return nil, nil, &FormatError{Path: path, Reason: string(bad)}
+			return nil, nil, waited, &FormatError{Path: path, Reason: string(bad)}
 		}
-		return nil, nil, err
+		return nil, nil, waited, err
 	}
-	return db, info, nil
+	return db, info, waited, nil
 }
 
 // validate checks that tx reads a flow state of a schema this package
-// understands, in a file of size bytes; see openBolt for deep.
-func validate(tx *bolt.Tx, size int64, deep bool) error {
+// understands, in file, which is size bytes long; see openBolt for deep.
+func validate(tx *bolt.Tx, file io.ReaderAt, size int64, deep bool) error {
 	// Every page below the high water mark must lie within the file; a
 	// truncated file fails here, before anything beyond its end is read.
-	if hwm := tx.Size(); hwm > size {
+	hwm := tx.Size()
+	if hwm > size {
 		return badFormat(fmt.Sprintf("the file is truncated (%d bytes, its pages need %d)", size, hwm))
+	}
+	if deep {
+		pageSize := tx.DB().Info().PageSize
+		root := uint64(tx.Cursor().Bucket().Root())
+		if err := structure(file, pageSize, uint64(hwm)/uint64(pageSize), root); err != nil {
+			return badFormat("the file is corrupt: " + err.Error())
+		}
 	}
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
@@ -261,35 +282,5 @@ func validate(tx *bolt.Tx, size int64, deep bool) error {
 	if tx.Bucket(bucketRuns) == nil || tx.Bucket(bucketRun) == nil {
 		return badFormat("it lacks the runs buckets")
 	}
-	if deep {
-		var sink byte
-		_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			sink ^= touch(b)
-			return nil
-		})
-		_ = sink
-	}
 	return nil
-}
-
-// touch reads every page of b and its nested buckets: the cursor visits every
-// branch and leaf page, and reading the first and last byte of each key and
-// value reaches the end of any overflow pages.
-func touch(b *bolt.Bucket) (sink byte) {
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) > 0 {
-			sink ^= k[0] ^ k[len(k)-1]
-		}
-		if v == nil {
-			if nb := b.Bucket(k); nb != nil {
-				sink ^= touch(nb)
-			}
-			continue
-		}
-		if len(v) > 0 {
-			sink ^= v[0] ^ v[len(v)-1]
-		}
-	}
-	return sink
 }

@@ -29,7 +29,8 @@ type Options struct {
 	// ReadOnly opens the file with a shared lock and never writes anything:
 	// not the state file, not its directory, not a pid file. A missing file
 	// is an error instead of being created. Write methods of a read-only
-	// Store fail.
+	// Store fail. Readers share the file with each other but keep writers
+	// out until they are closed.
 	ReadOnly bool
 
 	// LockTimeout is how long Open waits for a lock another process holds
@@ -81,8 +82,14 @@ type Store struct {
 // in path+".pid" (best effort; failing to write it does not fail Open) so that
 // such errors can name it; Close removes it.
 //
+// Open waits at most opts.LockTimeout in total for locks (time spent
+// checking the file does not count). Two Stores of one file in the same
+// process exclude each other just as two processes do. Opening reads the
+// whole file to check its structure, so its cost grows with the file; the
+// cost of the methods does not.
+//
 // Other failures are returned wrapped, naming the file. On any error nothing
-// stays open or locked.
+// stays open or locked. Open may be called from many goroutines.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open state file: empty path")
@@ -91,7 +98,6 @@ func Open(path string, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = defaultLockTimeout
 	}
-	deadline := time.Now().Add(timeout)
 
 	if !opts.ReadOnly {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -105,7 +111,7 @@ func Open(path string, opts Options) (*Store, error) {
 	// writable bbolt open walks the whole file in a goroutine of its own,
 	// where a corrupt file would crash the process instead of yielding an
 	// error. The deep check reads every page here first.
-	db, info, err := openBolt(path, true, true, deadline, nil)
+	db, info, waited, err := openBolt(path, true, true, timeout, nil)
 	if err != nil {
 		return nil, wrapOpen(path, err)
 	}
@@ -117,7 +123,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	// Now the exclusive lock, on the very file just validated. It is
 	// validated again (cheaply) in case another flow changed it in between.
-	db, _, err = openBolt(path, false, false, deadline, info)
+	db, _, _, err = openBolt(path, false, false, timeout-waited, info)
 	if err != nil {
 		return nil, wrapOpen(path, err)
 	}
