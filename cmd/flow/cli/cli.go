@@ -125,8 +125,27 @@ func (c *CLI) state() string {
 	return ".flow/state.db"
 }
 
-func (c *CLI) logger() hclog.Logger {
+// logger writes flow's own logs to stderr. With redact set, every line passes through
+// it first, so a debug log of a command line never shows a sensitive value.
+func (c *CLI) logger(redact func(string) string) hclog.Logger {
+	out := c.stderr
+	if redact != nil {
+		out = redactingWriter{out: c.stderr, redact: redact}
+	}
 	return hclog.New(&hclog.LoggerOptions{
-		Name: "flow", Level: hclog.LevelFromString(c.logLevel), Output: c.stderr, JSONFormat: c.logJSON,
+		Name: "flow", Level: hclog.LevelFromString(c.logLevel), Output: out, JSONFormat: c.logJSON,
 	})
+}
+
+// redactingWriter redacts each write; hclog writes one whole entry per call.
+type redactingWriter struct {
+	out    io.Writer
+	redact func(string) string
+}
+
+func (w redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(w.out, w.redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -100,7 +100,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	defer store.Close()
 	src := &liveSource{}
 	if stopLive, err := live.Serve(store.Path(), src); err != nil {
-		c.logger().Warn("flow status from another terminal will not work", "error", err)
+		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
 	} else {
 		defer stopLive()
 	}
@@ -217,7 +217,7 @@ func (c *CLI) runPlan(store *state.Store, src *liveSource, run *state.Run, l *lo
 	defer stopSignals()
 	runner := engine.NewRunner(l.plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
-		Previous: previous, Out: c.stdout, Logger: c.logger(),
+		Previous: previous, Out: c.stdout, Logger: c.logger(l.plan.Scope.Redact),
 	})
 	verb := "Starting"
 	if previous != nil {

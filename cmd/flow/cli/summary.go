@@ -49,7 +49,7 @@ func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner,
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], name))
 		}
 	}
-	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, took.Round(10*time.Millisecond), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
 	c.printOutputs(res.Outputs)
 	if res.Status != state.Succeeded {
 		fmt.Fprintln(w, `Continue with "flow resume"; see "flow status" and "flow logs ADDRESS".`)
@@ -82,4 +82,11 @@ func tailLines(s string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Millisecond)
 }
