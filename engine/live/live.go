@@ -64,7 +64,8 @@ func Serve(statePath string, src Source) (stop func(), err error) {
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	return func() { srv.Close() }, nil
+	// Close the listener itself too: Serve may not have started tracking it yet.
+	return func() { srv.Close(); ln.Close() }, nil
 }
 
 func client(statePath string) *http.Client {
