@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"github.com/flowdev/flow/engine/state"
 )
@@ -21,6 +22,8 @@ type committed struct {
 // committer is a group commit: records submitted while a transaction is in flight go
 // into the next one, so the number of fsyncs tracks time, not the number of tasks.
 // A task that finishes is released to its dependents only once its record is durable.
+// Records nobody waits for (running, failed, skipped) do not start a transaction of
+// their own: they ride along with the next one, or go out within lazyFlush.
 type committer struct {
 	store  Checkpointer
 	runID  uint64
@@ -30,6 +33,8 @@ type committer struct {
 	recs    map[string]*state.Instance
 	logs    map[string][]byte
 	waiters []string
+	lazy    bool // a lazyFlush timer is armed
+	closed  bool
 
 	kick chan struct{}
 	done chan error
@@ -55,7 +60,32 @@ func (c *committer) submit(rec *state.Instance, log []byte, wait bool) {
 	if wait {
 		c.waiters = append(c.waiters, rec.Address)
 	}
+	armTimer := !wait && !c.lazy
+	c.lazy = c.lazy || armTimer
 	c.mu.Unlock()
+	switch {
+	case wait:
+		c.wake()
+	case armTimer:
+		time.AfterFunc(lazyFlush, func() {
+			c.mu.Lock()
+			c.lazy = false
+			c.mu.Unlock()
+			c.wake()
+		})
+	}
+}
+
+// lazyFlush bounds how long a record nobody waits for stays unwritten.
+const lazyFlush = 200 * time.Millisecond
+
+// wake starts a transaction unless one is already due or the committer is closed.
+func (c *committer) wake() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -96,6 +126,9 @@ func (c *committer) flush(notify bool) error {
 
 // close commits whatever is still queued and returns the last commit error.
 func (c *committer) close() error {
+	c.mu.Lock()
+	c.closed = true
 	close(c.kick)
+	c.mu.Unlock()
 	return <-c.done
 }

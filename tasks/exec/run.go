@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	osexec "os/exec"
@@ -40,11 +39,17 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 		return nil, fmt.Errorf("%s not started: %w", e.what(), err)
 	}
 	stdout, stderr := newTee(env.Stdout), newTee(env.Stderr)
-	cmd := e.command(stdout, stderr)
+	pipes, err := newOutputPipes()
+	if err != nil {
+		return nil, err
+	}
+	cmd := e.command(pipes.writers[0], pipes.writers[1])
 	log.Debug("starting command", "argv", cmd.Args, "dir", cmd.Dir, "env_names", envNames(e.Env))
 	if err := cmd.Start(); err != nil {
+		pipes.closeAll()
 		return nil, e.startError(err)
 	}
+	pipes.start(stdout, stderr)
 	pid := cmd.Process.Pid
 	log.Debug("command started", "pid", pid)
 
@@ -54,6 +59,9 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	waitErr := cmd.Wait()
 	close(exited)
 	cancelled := <-stopped
+	if pipes.drain(pipeDrain) {
+		log.Debug("output still held open by a leftover process; stopped reading it", "after", pipeDrain)
+	}
 
 	code := -1
 	if cmd.ProcessState != nil {
@@ -76,8 +84,9 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	return out, e.result(waitErr, cmd.ProcessState, log)
 }
 
-// command builds the process; it always runs in a new process group.
-func (e *Exec) command(stdout, stderr io.Writer) *osexec.Cmd {
+// command builds the process; it always runs in a new process group. Its output goes to
+// pipe ends (*os.File), so os/exec adds no copying of its own.
+func (e *Exec) command(stdout, stderr *os.File) *osexec.Cmd {
 	argv := e.Command
 	if e.Script != "" {
 		argv = []string{"/bin/sh", "-c", e.Script}
@@ -95,7 +104,6 @@ func (e *Exec) command(stdout, stderr io.Writer) *osexec.Cmd {
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = pipeDrain
 	return cmd
 }
 
@@ -123,8 +131,6 @@ func (e *Exec) startError(err error) error {
 func (e *Exec) result(waitErr error, st *os.ProcessState, log hclog.Logger) error {
 	var exitErr *osexec.ExitError
 	switch {
-	case errors.Is(waitErr, osexec.ErrWaitDelay):
-		log.Debug("output still held open by a leftover process; stopped reading it", "after", pipeDrain)
 	case waitErr != nil && !errors.As(waitErr, &exitErr):
 		return fmt.Errorf("wait for %s: %w", e.what(), waitErr)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -93,6 +94,11 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
 func (c *CLI) execute(path string, f execFlags, fresh bool) error {
+	if os.Getenv("GOGC") == "" {
+		// A run is a short-lived batch process with a small live heap: trading some
+		// memory for less garbage collection is measurable on runs of many tasks.
+		debug.SetGCPercent(400)
+	}
 	store, err := state.Open(c.state(), state.Options{})
 	if err != nil {
 		return fail(ExitInvalid, err)
