@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +68,8 @@ func binary(t *testing.T) string {
 		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			buildErr = fmt.Errorf("the go tool is needed to build flow: %w", err)
+			return
 		}
 		flowBin = filepath.Join(binDir, "flow")
 		cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", flowBin, "./cmd/flow")

@@ -35,10 +35,7 @@ func (q *readyQueue) Pop() any {
 }
 
 // retryDue puts an instance back in the ready queue after its backoff.
-type retryDue struct {
-	inst    *Instance
-	attempt int
-}
+type retryDue queued
 
 // coordinator is the state of one Run, owned by the Run goroutine alone. Workers only
 // run one attempt and report back; they never wait on dependencies or hold a slot
@@ -150,7 +147,7 @@ func (c *coordinator) handle(ev any) {
 	case retryDue:
 		if _, ok := c.backoff[ev.inst.Addr]; ok { // gone if abandoned meanwhile
 			delete(c.backoff, ev.inst.Addr)
-			heap.Push(&c.ready, queued{ev.inst, ev.attempt})
+			heap.Push(&c.ready, queued(ev))
 		}
 	}
 }

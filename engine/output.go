@@ -43,19 +43,6 @@ func (c *capture) bytes() []byte {
 	return bytes.Clone(c.buf)
 }
 
-// tail returns at most n of the last lines.
-func (c *capture) tail(n int) string {
-	b := bytes.TrimRight(c.bytes(), "\n")
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			if n--; n == 0 {
-				return string(b[i+1:])
-			}
-		}
-	}
-	return string(b)
-}
-
 // lineWriter splits a task's stream into lines, redacts them, prefixes them with
 // the instance address for the console, and keeps them in the capture.
 type lineWriter struct {

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -125,14 +124,4 @@ func round(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(10 * time.Millisecond)
-}
-
-// sortedAddrs returns addrs in plan order, for deterministic output.
-func (r *Runner) sortedAddrs(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for a := range set {
-		out = append(out, a)
-	}
-	sort.Strings(out)
-	return out
 }
