@@ -42,8 +42,8 @@ task "exec" "install" {
 }
 
 task "exec" "forward" {
-  for_each = var.members
-  command  = ["echo", "forward 127.0.0.1:${lookup(local.ports, each.key, 16450)} -> ${each.key}:16443"]
+  for_each   = var.members
+  command    = ["echo", "forward 127.0.0.1:${lookup(local.ports, each.key, 16450)} -> ${each.key}:16443"]
   depends_on = [exec.install[each.key]]
 }
 
