@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench demo demo-resume fmt vet clean
+.PHONY: all build test unit e2e bench demo demo-resume fmt lint clean
 
 all: build
 
@@ -17,7 +17,14 @@ test: build
 	bash scripts/prereqs.sh
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	./$(BIN) fmt --check flows
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# staticcheck, built once from the Go module proxy into the Go cache's bin directory.
+STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+lint:
+	test -x $(STATICCHECK) || (cd /tmp && GOFLAGS=-mod=mod $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.6.1)
+	$(STATICCHECK) ./...
 
 unit:
 	$(GO) test -count=1 -short $(PKGS)
