@@ -153,28 +153,37 @@ func (s *Scope) Expand(t *Task) ([]Instance, hcl.Diagnostics) {
 	}
 	rng := t.ForEach.Range()
 	ty := val.Type()
+	notExpanded := hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "for_each not expanded",
+		Detail:  "for_each depends on a variable that has no value yet, so this task's instances are not checked.",
+		Subject: rng.Ptr()}}
+	sensitive := hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each keys become part of task addresses, so they cannot be sensitive.")}
+	// Elements are checked as they are read: walking a large value first costs as much
+	// as reading it.
 	switch {
 	case val.IsNull():
 		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each is null; give a map or a set of strings.")}
-	case !val.IsWhollyKnown(): // only when checking without variable values
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "for_each not expanded",
-			Detail:  "for_each depends on a variable that has no value yet, so this task's instances are not checked.",
-			Subject: rng.Ptr()}}
-	case val.HasMark(Sensitive) || val.ContainsMarked():
-		return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each keys become part of task addresses, so they cannot be sensitive.")}
+	case !val.IsKnown(): // only when checking without variable values
+		return nil, notExpanded
+	case val.IsMarked():
+		return nil, sensitive
 	case ty.IsMapType() || ty.IsObjectType():
-		var out []Instance
+		out := make([]Instance, 0, val.LengthInt())
 		for it := val.ElementIterator(); it.Next(); {
 			k, v := it.Element()
-			out = append(out, Instance{Key: k, Value: v})
+			out = append(out, Instance{Key: k, Value: v}) // a value may be sensitive; its key cannot
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Key.AsString() < out[j].Key.AsString() })
 		return out, nil
 	case ty.IsSetType() && ty.ElementType() == cty.String:
-		var out []Instance
+		out := make([]Instance, 0, val.LengthInt())
 		for it := val.ElementIterator(); it.Next(); {
 			_, v := it.Element()
-			if v.IsNull() {
+			switch {
+			case !v.IsKnown():
+				return nil, notExpanded
+			case v.IsMarked():
+				return nil, sensitive
+			case v.IsNull():
 				return nil, hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each set has a null element.")}
 			}
 			out = append(out, Instance{Key: v, Value: v})
