@@ -22,7 +22,7 @@ type committed struct {
 // committer is a group commit: records submitted while a transaction is in flight go
 // into the next one, so the number of fsyncs tracks time, not the number of tasks.
 // A task that finishes is released to its dependents only once its record is durable.
-// Records nobody waits for (running, failed, skipped) do not start a transaction of
+// Records nobody waits for (running, failed, skipped, a leaf's success) start no transaction of
 // their own: they ride along with the next one, or go out within lazyFlush.
 type committer struct {
 	store  Checkpointer

@@ -91,7 +91,12 @@ func (e *Exec) command(stdout, stderr *os.File) *osexec.Cmd {
 	if e.Script != "" {
 		argv = []string{"/bin/sh", "-c", e.Script}
 	}
-	cmd := osexec.Command(argv[0], argv[1:]...)
+	var cmd *osexec.Cmd
+	if path, ok := cachedLookPath(argv[0]); ok {
+		cmd = &osexec.Cmd{Path: path, Args: argv}
+	} else {
+		cmd = osexec.Command(argv[0], argv[1:]...) // resolves, or records why it cannot
+	}
 	cmd.Dir = e.Dir
 	if len(e.Env) > 0 {
 		cmd.Env = os.Environ()

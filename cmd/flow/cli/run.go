@@ -94,10 +94,12 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
 func (c *CLI) execute(path string, f execFlags, fresh bool) error {
-	if os.Getenv("GOGC") == "" {
-		// A run is a short-lived batch process with a small live heap: trading some
-		// memory for less garbage collection is measurable on runs of many tasks.
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		// A run is a batch process with a small live heap: trading some memory for less
+		// garbage collection is measurable on runs of many tasks; the soft limit keeps
+		// a run of tens of thousands of tasks from growing past it.
 		debug.SetGCPercent(400)
+		debug.SetMemoryLimit(192 << 20)
 	}
 	store, err := state.Open(c.state(), state.Options{})
 	if err != nil {
