@@ -1,0 +1,469 @@
+#!/usr/bin/env bash
+# scripts/bench.sh — wall time of flow against GNU make and go-task on the same
+# workloads, plus the time and peak memory of planning 10,000 instances and the
+# cost of one durable checkpoint. One run prints a table and writes the raw numbers.
+#
+#   bash scripts/bench.sh                 # or: make bench (Go benchmarks first)
+#   BENCH_REPS=9 BENCH_REPS_W3=5 bash scripts/bench.sh
+#
+# Workloads (bench/work/, regenerated every run; see docs/performance.md):
+#   W0  one `true`                      the fixed cost of one run (start, state file, exit)
+#   W1  200 independent `true`          flow --parallelism 8, make -j8, task --concurrency 8
+#   W2  2,000 independent `true`        same
+#   W3  20,000 independent `true`       flow only: its time against W2's (target <= 11x)
+#   W4  lab-shaped DAG of `sleep 0.2`   1 root, 3 members x 5 chained steps, 1 join (1.4 s floor)
+#   W5  100 x `sleep 0.1`               flow --parallelism 10, make -j10, task --concurrency 10 (1.0 s floor)
+#   PLAN `flow plan` of 10,000 instances (5,000 a, 5,000 b reading its a): time and peak RSS
+# Then one timeline run each of W4 and W3 (bench/linerate), and the state's commit
+# benchmark (go test -bench Commit ./engine/state/) for the cost of an fsync.
+# Each repetition runs flow, make, task in turn (alternating, so load from other
+# users of the machine falls on all three alike) after waiting for a quiet moment;
+# flow gets a new state file each time. Rows record the CPU others used meanwhile.
+#
+# Every tool starts a real process per task: flow's exec task with command ["true"],
+# make's direct exec of `true` (no shell for a simple command), and go-task with
+# /bin/true, because go-task interprets commands with mvdan/sh, where plain `true`
+# is a builtin that starts no process at all.
+#
+# Environment: BENCH_REPS (default 5), BENCH_REPS_W3 (3), BENCH_OUT (bench/results/latest),
+# BENCH_SKIP_FSYNC=1 to skip the checkpoint benchmark.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+REPS=${BENCH_REPS:-5}
+REPS_W3=${BENCH_REPS_W3:-3}
+OUT=${BENCH_OUT:-$ROOT/bench/results/latest}
+WORK=$ROOT/bench/work
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/flow-bench
+TASK_VERSION=v3.53.1 # pinned: v3.54.0 is reported not to build with this toolchain
+TASK=$CACHE/task-$TASK_VERSION/task
+FLOW=$ROOT/bin/flow
+GO=${GO:-go}
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+# ---- tools -------------------------------------------------------------------
+
+command -v make >/dev/null || die "GNU make is missing (Debian package make)"
+make build >/dev/null
+[ -x "$FLOW" ] || die "make build did not produce $FLOW"
+if [ ! -x /usr/bin/time ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "installing GNU time for peak RSS"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+  fi
+  [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian package time)"
+fi
+if [ ! -x "$TASK" ]; then
+  log "building go-task $TASK_VERSION into $(dirname "$TASK") (once; takes minutes on 2 cores)"
+  mkdir -p "$(dirname "$TASK")"
+  GOBIN=$(dirname "$TASK") "$GO" install "github.com/go-task/task/v3/cmd/task@$TASK_VERSION"
+fi
+"$TASK" --version | grep -q "${TASK_VERSION#v}" || die "$TASK is not go-task $TASK_VERSION"
+
+# ---- workloads ---------------------------------------------------------------
+
+rm -rf "$WORK"
+mkdir -p "$WORK/state" "$OUT"
+
+# keys N: an HCL object of N keys "00000".."N-1" for for_each. range() yields at
+# most 1024 values, so keys come in blocks of 1000. An object rather than toset([...]),
+# whose cost depends on go-cty's tuple-to-set conversion (measured apart under PLAN).
+keys() {
+  local n=$1
+  if [ "$n" -le 1000 ]; then
+    printf '{ for i in range(%d) : format("%%05d", i) => i }' "$n"
+  else
+    printf '{ for k in flatten([for a in range(%d) : [for b in range(1000) : format("%%05d", a * 1000 + b)]]) : k => k }' $((n / 1000))
+  fi
+}
+
+# independent NAME N: N independent tasks that each run `true`.
+independent() {
+  local name=$1 n=$2 d=$WORK/$1 i
+  mkdir -p "$d"
+  cat >"$d/flow.hcl" <<EOF
+# $name: $n independent tasks, each running true.
+task "exec" "t" {
+  for_each = $(keys "$n")
+  command  = ["true"]
+}
+EOF
+  {
+    printf '# %s: %d independent targets, each running true.\n.PHONY: all\nall:' "$name" "$n"
+    for ((i = 0; i < n; i++)); do printf ' t%05d' "$i"; done
+    printf '\n'
+    for ((i = 0; i < n; i++)); do printf 't%05d:\n\t@true\n' "$i"; done
+  } >"$d/Makefile"
+  {
+    printf '# %s: %d independent tasks, each running /bin/true (plain true is a builtin of\n' "$name" "$n"
+    printf "# go-task's shell interpreter and would start no process).\nversion: '3'\ntasks:\n  default:\n    deps:\n"
+    for ((i = 0; i < n; i++)); do printf '      - t%05d\n' "$i"; done
+    for ((i = 0; i < n; i++)); do printf '  t%05d:\n    cmds: [/bin/true]\n' "$i"; done
+  } >"$d/Taskfile.yml"
+}
+
+independent W0 1
+independent W1 200
+independent W2 2000
+independent W3 20000
+rm -f "$WORK/W3/Makefile" "$WORK/W3/Taskfile.yml" # flow only
+
+# W4: the shape of the lab (flows/demo.hcl): a host step, 5 chained steps per member
+# for 3 members, and a join; every step sleeps 0.2 s, so the critical path is 7 x 0.2 s.
+mkdir -p "$WORK/W4"
+{
+  cat <<'EOF'
+# W4: lab-shaped DAG. Critical path root -> s1..s5 of one member -> join = 7 x 0.2 s.
+locals {
+  members = { m1 = "m1", m2 = "m2", m3 = "m3" }
+}
+
+task "exec" "root" {
+  command = ["sleep", "0.2"]
+}
+
+task "exec" "s1" {
+  for_each   = local.members
+  depends_on = [exec.root]
+  command    = ["sleep", "0.2"]
+}
+EOF
+  for s in 2 3 4 5; do
+    cat <<EOF
+
+task "exec" "s$s" {
+  for_each   = local.members
+  depends_on = [exec.s$((s - 1))[each.key]]
+  command    = ["sleep", "0.2"]
+}
+EOF
+  done
+  cat <<'EOF'
+
+task "exec" "join" {
+  depends_on = [exec.s5]
+  command    = ["sleep", "0.2"]
+}
+EOF
+} >"$WORK/W4/flow.hcl"
+{
+  printf '# W4: lab-shaped DAG, every step sleeps 0.2 s; critical path 1.4 s.\n.PHONY: join root'
+  for m in m1 m2 m3; do for s in 1 2 3 4 5; do printf ' s%d-%s' "$s" "$m"; done; done
+  printf '\njoin: s5-m1 s5-m2 s5-m3\n\tsleep 0.2\nroot:\n\tsleep 0.2\n'
+  for m in m1 m2 m3; do
+    printf 's1-%s: root\n\tsleep 0.2\n' "$m"
+    for s in 2 3 4 5; do printf 's%d-%s: s%d-%s\n\tsleep 0.2\n' "$s" "$m" $((s - 1)) "$m"; done
+  done
+} >"$WORK/W4/Makefile"
+{
+  printf "# W4: lab-shaped DAG, every step sleeps 0.2 s; critical path 1.4 s.\n"
+  printf "# run: once, or root would run once per member that depends on it.\nversion: '3'\nrun: once\ntasks:\n"
+  printf '  default:\n    deps: [s5-m1, s5-m2, s5-m3]\n    cmds: [sleep 0.2]\n'
+  printf '  root:\n    cmds: [sleep 0.2]\n'
+  for m in m1 m2 m3; do
+    printf '  s1-%s:\n    deps: [root]\n    cmds: [sleep 0.2]\n' "$m"
+    for s in 2 3 4 5; do printf '  s%d-%s:\n    deps: [s%d-%s]\n    cmds: [sleep 0.2]\n' "$s" "$m" $((s - 1)) "$m"; done
+  done
+} >"$WORK/W4/Taskfile.yml"
+
+# W5: 100 x sleep 0.1 at parallelism 10: ten waves, 1.0 s floor.
+mkdir -p "$WORK/W5"
+cat >"$WORK/W5/flow.hcl" <<EOF
+# W5: 100 independent tasks sleeping 0.1 s; at parallelism 10 the floor is 1.0 s.
+task "exec" "t" {
+  for_each = $(keys 100)
+  command  = ["sleep", "0.1"]
+}
+EOF
+{
+  printf '# W5: 100 independent targets sleeping 0.1 s.\n.PHONY: all\nall:'
+  for ((i = 0; i < 100; i++)); do printf ' t%03d' "$i"; done
+  printf '\n'
+  for ((i = 0; i < 100; i++)); do printf 't%03d:\n\tsleep 0.1\n' "$i"; done
+} >"$WORK/W5/Makefile"
+{
+  printf "# W5: 100 independent tasks sleeping 0.1 s.\nversion: '3'\ntasks:\n  default:\n    deps:\n"
+  for ((i = 0; i < 100; i++)); do printf '      - t%03d\n' "$i"; done
+  for ((i = 0; i < 100; i++)); do printf '  t%03d:\n    cmds: [sleep 0.1]\n' "$i"; done
+} >"$WORK/W5/Taskfile.yml"
+
+# PLAN: 10,000 instances, 5,000 of task a and 5,000 of task b, each b reading its
+# own a's stdout (per-instance edges); once with keys as an object, once via toset().
+mkdir -p "$WORK/PLAN"
+plan_flow() {
+  cat <<EOF
+# PLAN: 10,000 instances: 5,000 of exec.a, 5,000 of exec.b each reading its own a.
+locals {
+  keys = $1
+}
+
+task "exec" "a" {
+  for_each = local.keys
+  command  = ["echo", each.key]
+}
+
+task "exec" "b" {
+  for_each = local.keys
+  command  = ["echo", "after", exec.a[each.key].stdout]
+}
+EOF
+}
+plan_flow "$(keys 5000)" >"$WORK/PLAN/flow.hcl"
+plan_flow 'toset(flatten([for a in range(5) : [for b in range(1000) : format("%05d", a * 1000 + b)]]))' >"$WORK/PLAN/flow-toset.hcl"
+
+# ---- measuring ---------------------------------------------------------------
+
+RAW=$OUT/raw.tsv
+{
+  printf '# flow benchmark, %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  printf '# nproc=%s cpu=%s\n' "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  printf '# %s; %s; go-task %s; kernel %s\n' "$("$GO" version)" "$(make --version | head -1)" "$("$TASK" --version)" "$(uname -r)"
+  printf '# flow commit %s%s\n' "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    "$([ -n "$(GIT_OPTIONAL_LOCKS=0 git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' with uncommitted changes')"
+  printf '# load average at start: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+  printf '# others_cpu_s: CPU seconds the rest of the machine used during the row (from /proc/stat)\n'
+  printf 'workload\ttool\trep\twall_s\tuser_s\tsys_s\tmaxrss_kb\tothers_cpu_s\n'
+} >"$RAW"
+
+# The machine is shared: others' builds and tests take CPU at random moments. Each
+# repetition waits (up to 30 s) for a second in which the machine is at most 10%
+# busy, and every row records the CPU seconds the rest of the machine used while it
+# ran (this includes kernel work done on a tool's behalf outside its processes, such
+# as journal commits after flow's fsyncs).
+HZ=$(getconf CLK_TCK)
+NCPU=$(nproc)
+busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; } # user nice system irq softirq steal
+wait_quiet() {
+  local i b0 b1
+  for ((i = 0; i < 30; i++)); do
+    b0=$(busy_jiffies)
+    sleep 1
+    b1=$(busy_jiffies)
+    awk -v d=$((b1 - b0)) -v hz="$HZ" -v n="$NCPU" 'BEGIN { exit !(d / hz / n <= 0.10) }' && return 0
+  done
+  log "the machine stayed busy for 30 s; measuring anyway"
+}
+
+# run WORKLOAD TOOL REP DIR CMD...: time CMD (wall from $EPOCHREALTIME; CPU and peak
+# RSS of the whole process tree's largest member from GNU time) and append a row.
+run() {
+  local w=$1 tool=$2 rep=$3 dir=$4
+  shift 4
+  local tf=$WORK/time.out t0 t1 b0 b1 rc=0
+  b0=$(busy_jiffies)
+  t0=$EPOCHREALTIME
+  (cd "$dir" && /usr/bin/time -o "$tf" -f '%U %S %M' "$@" >/dev/null 2>"$WORK/stderr") || rc=$?
+  t1=$EPOCHREALTIME
+  b1=$(busy_jiffies)
+  if [ "$rc" != 0 ]; then
+    cat "$WORK/stderr" >&2
+    die "$w $tool rep $rep: exit $rc: $*"
+  fi
+  local u s m wall others
+  read -r u s m <"$tf"
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
+  others=$(awk -v d=$((b1 - b0)) -v hz="$HZ" -v u="$u" -v s="$s" 'BEGIN { o = d / hz - u - s; printf "%.2f", o < 0 ? 0 : o }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$tool" "$rep" "$wall" "$u" "$s" "$m" "$others" >>"$RAW"
+  printf '  %-4s %-5s rep %d: %7.3f s (others used %s CPU s)\n' "$w" "$tool" "$rep" "$wall" "$others" >&2
+}
+
+flow_run() { # W REP PARALLELISM
+  local st=$WORK/state/$1-$2.db
+  rm -f "$st"
+  run "$1" flow "$2" "$WORK/$1" "$FLOW" --state "$st" run flow.hcl --parallelism "$3"
+  rm -f "$st"
+}
+
+# three WORKLOAD PARALLELISM [W3REPS]: flow, make, task alternating, REPS times;
+# with W3REPS, repetition i (i <= W3REPS) also runs W3 (flow only) right after, so
+# W3 and W2 are measured under the same load from other users of the machine.
+three() {
+  local w=$1 p=$2 w3=${3:-0} rep
+  log "$w: flow --parallelism $p, make -j$p, task --concurrency $p; $REPS repetitions${3:+, W3 after each of the first $w3}"
+  for ((rep = 1; rep <= REPS; rep++)); do
+    wait_quiet
+    flow_run "$w" "$rep" "$p"
+    run "$w" make "$rep" "$WORK/$w" make -s -j"$p" -f Makefile
+    run "$w" task "$rep" "$WORK/$w" "$TASK" --silent --concurrency "$p" --taskfile Taskfile.yml default
+    if ((rep <= w3)); then
+      wait_quiet
+      flow_run W3 "$rep" 8
+    fi
+  done
+}
+
+three W0 8
+three W1 8
+three W2 8 "$REPS_W3"
+three W4 8
+three W5 10
+
+# One more W4 run, every line of its output stamped with the milliseconds since
+# start: how long each step took, and how long each dependent waited after its
+# dependency finished (the checkpoint is made durable in between).
+log "W4 timeline: when each step started and finished"
+"$GO" build -o "$WORK/linerate" ./bench/linerate
+W4LINES=$OUT/w4-timeline.txt
+rm -f "$WORK/state/w4.db"
+wait_quiet
+b0=$(busy_jiffies)
+launch=$EPOCHREALTIME
+(cd "$WORK/W4" && "$FLOW" --state "$WORK/state/w4.db" run flow.hcl --parallelism 8 | "$WORK/linerate" -lines -match ': ' -start "$launch") >"$W4LINES"
+w4busy=$(awk -v d=$(($(busy_jiffies) - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", d / hz }')
+rm -f "$WORK/state/w4.db"
+# w4gaps: "median-gap-ms max-gap-ms mean-step-ms first-start-ms" from the timeline.
+w4gaps() {
+  awk -F'\t' '
+    function name(l, what) { sub(what ".*", "", l); return l }
+    $2 ~ /: succeeded in / { a = name($2, ": succeeded"); done[a] = $1; last = $1
+      d = $2; sub(/.*succeeded in /, "", d); sub(/ms$/, "", d); steps += d; nsteps++ }
+    $2 ~ /: started$/ { a = name($2, ": started")
+      if (first == "") first = $1
+      if (a == "exec.root") next
+      if (a == "exec.join") dep = last
+      else { k = substr(a, 7, 1); m = substr(a, 10, 2)
+        dep = (k == 1) ? done["exec.root"] : done["exec.s" (k - 1) "[\"" m "\"]"] }
+      gaps[++n] = $1 - dep }
+    END { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (gaps[j] < gaps[i]) { t = gaps[i]; gaps[i] = gaps[j]; gaps[j] = t }
+      printf "%.1f %.1f %.1f %.1f\n", (n % 2) ? gaps[(n + 1) / 2] : (gaps[n / 2] + gaps[n / 2 + 1]) / 2, gaps[n], steps / nsteps, first }' "$W4LINES"
+}
+
+# One more W3 run, its output piped into bench/linerate: seconds per 2,000 finished
+# instances from start to end. Flat means per-instance cost does not grow with the run.
+log "W3 timeline: seconds per 2,000 finished instances"
+TIMELINE=$OUT/w3-timeline.tsv
+rm -f "$WORK/state/timeline.db"
+wait_quiet
+b0=$(busy_jiffies)
+launch=$EPOCHREALTIME
+(cd "$WORK/W3" && "$FLOW" --state "$WORK/state/timeline.db" run flow.hcl --parallelism 8 | "$WORK/linerate" -match ': succeeded' -every 2000 -start "$launch") >"$TIMELINE"
+w3busy=$(awk -v d=$(($(busy_jiffies) - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", d / hz }')
+rm -f "$WORK/state/timeline.db"
+
+log "PLAN: flow plan of 10,000 instances"
+for ((rep = 1; rep <= REPS; rep++)); do
+  wait_quiet
+  run PLAN flow "$rep" "$WORK/PLAN" "$FLOW" --state "$WORK/state/none.db" plan flow.hcl
+  run PLAN-toset flow "$rep" "$WORK/PLAN" "$FLOW" --state "$WORK/state/none.db" plan flow-toset.hcl
+done
+printf '# load average at end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW"
+
+FSYNC=$OUT/commit-bench.txt
+if [ "${BENCH_SKIP_FSYNC:-}" != 1 ]; then
+  log "checkpoint cost: go test -bench Commit ./engine/state/ (one bbolt transaction + fsync per op)"
+  "$GO" test -run '^$' -bench 'Commit' -benchtime 200x -count 3 ./engine/state/ >"$FSYNC" 2>&1 || { cat "$FSYNC" >&2; die "commit benchmark failed"; }
+fi
+
+# ---- report ------------------------------------------------------------------
+
+# stat W TOOL FIELD: "median min n" of column FIELD (4 wall, 7 rss, 8 others' CPU).
+stat() {
+  awk -F'\t' -v w="$1" -v t="$2" -v f="$3" '$1 == w && $2 == t { print $f }' "$RAW" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) { print "NaN NaN 0"; exit }
+      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], NR }'
+}
+med() { stat "$1" "$2" "${3:-4}" | cut -d' ' -f1; }
+calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
+yes_no() { awk "BEGIN { exit !($*) }" && echo met || echo MISSED; }
+# also: the verdict of a secondary measure of the same target, in parentheses.
+also() { awk "BEGIN { exit !($*) }" && echo "(met by this measure)" || echo "(missed by this measure)"; }
+
+TABLE=$OUT/table.md
+{
+  echo "| workload | tool | n | median s | min s | median / make | others' CPU s, median (max) |"
+  echo "| --- | --- | --: | --: | --: | --: | --: |"
+  for w in W0 W1 W2 W3 W4 W5; do
+    for t in flow make task; do
+      read -r m mn n <<<"$(stat "$w" "$t" 4)"
+      [ "$n" = 0 ] && continue
+      mk=$(med "$w" make)
+      ratio="–"
+      [ "$mk" != NaN ] && ratio=$(calc "$m / $mk")
+      read -r om _ _ <<<"$(stat "$w" "$t" 8)"
+      omax=$(awk -F'\t' -v w="$w" -v t="$t" '$1 == w && $2 == t { if ($8 > x) x = $8 } END { printf "%.2f", x }' "$RAW")
+      printf '| %s | %s | %d | %.3f | %.3f | %s | %.2f (%s) |\n' "$w" "$([ "$t" = task ] && echo go-task || echo "$t")" "$n" "$m" "$mn" "$ratio" "$om" "$omax"
+    done
+  done
+  echo
+  echo "| flow plan, 10,000 instances | n | median s | min s | median peak RSS MB | max peak RSS MB | others' CPU s, median (max) |"
+  echo "| --- | --: | --: | --: | --: | --: | --: |"
+  for w in PLAN PLAN-toset; do
+    read -r m mn n <<<"$(stat "$w" flow 4)"
+    read -r r _ _ <<<"$(stat "$w" flow 7)"
+    rmax=$(awk -F'\t' -v w="$w" '$1 == w { if ($7 > x) x = $7 } END { print x }' "$RAW")
+    read -r om _ _ <<<"$(stat "$w" flow 8)"
+    omax=$(awk -F'\t' -v w="$w" '$1 == w { if ($8 > x) x = $8 } END { printf "%.2f", x }' "$RAW")
+    printf '| %s | %d | %.3f | %.3f | %.1f | %.1f | %.2f (%s) |\n' \
+      "$([ "$w" = PLAN ] && echo 'keys as object' || echo 'keys via toset()')" "$n" "$m" "$mn" "$(calc "$r / 1024")" "$(calc "$rmax / 1024")" "$om" "$omax"
+  done
+} >"$TABLE"
+
+w2f=$(med W2 flow) w2m=$(med W2 make) w3f=$(med W3 flow)
+# paired WA TA WB TB: median over repetitions of wall(WA, TA) / wall(WB, TB) of the
+# same repetition, which cancels load that other users put on the machine meanwhile.
+paired() {
+  awk -F'\t' -v wa="$1" -v ta="$2" -v wb="$3" -v tb="$4" '
+    $1 == wa && $2 == ta { a[$3] = $4 } $1 == wb && $2 == tb { b[$3] = $4 }
+    END { for (r in a) if (r in b) print a[r] / b[r] }' "$RAW" | sort -g |
+    awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# cpu W T: median user+sys seconds of the whole process tree.
+cpu() {
+  awk -F'\t' -v w="$1" -v t="$2" '$1 == w && $2 == t { print $5 + $6 }' "$RAW" | sort -g |
+    awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+w3pair=$(paired W3 flow W2 flow)
+w2pair=$(paired W2 flow W2 make)
+w4pair=$(awk -F'\t' '$1 == "W4" && $2 == "flow" { f[$3] = $4 } $1 == "W4" && $2 == "make" { m[$3] = $4 }
+  END { for (r in f) if (r in m) print (f[r] - m[r]) * 1000 }' "$RAW" | sort -g |
+  awk '{ v[NR] = $1 } END { printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+w4f=$(med W4 flow) w4m=$(med W4 make) w5f=$(med W5 flow)
+pt=$(med PLAN flow) prss=$(awk -F'\t' '$1 == "PLAN" { if ($7 > x) x = $7 } END { print x }' "$RAW")
+{
+  echo
+  echo "| target | measured | |"
+  echo "| --- | --- | --- |"
+  echo "| W2: flow within 1.3x of make -j8 (medians) | $(calc "$w2f / $w2m")x | $(yes_no "$w2f <= 1.3 * $w2m") |"
+  echo "| W2 flow / make, paired by repetition (median of ratios) | ${w2pair}x | $(also "$w2pair <= 1.3") |"
+  echo "| W2 CPU seconds (user+sys, whole process tree), flow / make medians | $(cpu W2 flow) / $(cpu W2 make) = $(calc "$(cpu W2 flow) / $(cpu W2 make)")x | – |"
+  echo "| W3: 20,000 within 11x of flow's 2,000 (medians) | $(calc "$w3f / $w2f")x | $(yes_no "$w3f <= 11 * $w2f") |"
+  echo "| W3 / W2, paired by repetition (median of ratios) | ${w3pair}x | $(also "$w3pair <= 11") |"
+  echo "| W4: within 25 ms of 1.4 s (make: +$(calc "($w4m - 1.4) * 1000") ms) | +$(calc "($w4f - 1.4) * 1000") ms | $(yes_no "$w4f - 1.4 <= 0.025") |"
+  echo "| W4 flow - make, paired by repetition (median) | +${w4pair} ms | (make itself is +$(calc "($w4m - 1.4) * 1000") ms here) |"
+  echo "| W5: 1.0 s floor (no target; excess shown) | +$(calc "($w5f - 1.0) * 1000") ms | – |"
+  echo "| plan 10,000 instances under 1 s | $(calc "$pt") s | $(yes_no "$pt < 1") |"
+  echo "| plan 10,000 instances under 200 MB resident (max of runs) | $(calc "$prss / 1024") MB | $(yes_no "$prss < 200 * 1024") |"
+} >>"$TABLE"
+read -r gapmed gapmax stepmean firststart <<<"$(w4gaps)"
+{
+  echo
+  echo "W4 timeline (one extra run, ${W4LINES#"$ROOT"/}): first task started ${firststart} ms after launch;"
+  echo "steps took ${stepmean} ms on average (sleep 0.2 plus process start and exit); a dependent"
+  echo "started a median ${gapmed} ms (max ${gapmax} ms) after its dependency finished."
+  echo "The whole machine used ${w4busy} CPU s during this run (flow and its tasks included)."
+} >>"$TABLE"
+{
+  echo
+  echo "W3 timeline (one extra run; the whole machine used ${w3busy} CPU s meanwhile, flow included):"
+  echo "finished instances, seconds since launch, seconds for the last 2,000:"
+  echo
+  sed 's/^/    /' "$TIMELINE"
+} >>"$TABLE"
+if [ -s "$FSYNC" ]; then
+  {
+    echo
+    echo "Checkpoint (one bbolt transaction with fsync), go test -bench Commit ./engine/state/:"
+    echo
+    grep '^BenchmarkCommit' "$FSYNC" | awk '{ printf "    %s  %s %s\n", $1, $3, $4 }'
+  } >>"$TABLE"
+fi
+
+echo
+cat "$TABLE"
+echo
+echo "raw numbers: ${RAW#"$ROOT"/}; table: ${TABLE#"$ROOT"/}"
