@@ -111,8 +111,8 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	return c.finish()
 }
 
-// recordPending makes the records of instances new to this run durable as pending,
-// so `flow status` lists the whole plan from the start.
+// recordPending records the instances new to this run as pending (with the next
+// commit), so `flow status` lists the whole plan from the start.
 func (c *coordinator) recordPending() {
 	for _, addr := range c.plan.Order {
 		if _, resumed := c.opts.Previous[addr]; !resumed {
