@@ -94,6 +94,9 @@ func createState(path string) (err error) {
 		tmp.Close()
 		return fmt.Errorf("initialise %s: %w", tmpName, err)
 	}
+	// Nobody sees the temporary file until it is linked, after the one Sync below, so
+	// the transaction needs no syncs of its own.
+	db.NoSync = true
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
