@@ -26,8 +26,9 @@ lint:
 	test -x $(STATICCHECK) || (cd /tmp && GOFLAGS=-mod=mod $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.6.1)
 	$(STATICCHECK) ./...
 
+# Everything but the end-to-end tests, for a quick loop while editing.
 unit:
-	$(GO) test -count=1 -short $(PKGS)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 e2e: build
 	$(GO) test -count=1 -v -timeout 20m ./e2e/...

@@ -64,7 +64,7 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 	res.retry = ev.retry
 	res.fingerprint, res.attrHashes = fingerprint(inst.Task, ev.inputs)
 	if n == 1 {
-		if value, why, ok := c.plan.restore(inst, ev, c.opts.Previous[inst.Addr], res.fingerprint); ok {
+		if value, why, ok := c.plan.restore(inst, ev, c.opts.Previous[inst.Addr], res.fingerprint, res.attrHashes); ok {
 			res.kind, res.value, res.reason = outcomeUpToDate, value, why
 			return res
 		} else if why != "" {
@@ -154,7 +154,7 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 
 // restore decides whether a previous success stands: same fingerprint, outputs kept.
 // Otherwise it says why the instance runs again ("" when it never ran).
-func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp string) (cty.Value, string, bool) {
+func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp string, hashes map[string]string) (cty.Value, string, bool) {
 	switch {
 	case prev == nil || prev.Status == state.Pending:
 		return cty.NilVal, "", false
@@ -163,8 +163,7 @@ func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp s
 	case prev.Redacted:
 		return cty.NilVal, "its outputs held a secret and were not stored", false
 	case prev.Fingerprint != fp:
-		_, now := fingerprint(inst.Task, ev.inputs)
-		return cty.NilVal, "inputs changed since it succeeded (" + changedAttrs(prev.AttrHashes, now) + ")", false
+		return cty.NilVal, "inputs changed since it succeeded (" + changedAttrs(prev.AttrHashes, hashes) + ")", false
 	}
 	outs := map[string]cty.Value{}
 	for name, sv := range prev.Outputs {

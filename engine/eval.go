@@ -25,40 +25,55 @@ type evaluated struct {
 	retry     config.RetryPolicy
 }
 
-// lookupFunc returns the value an expression sees for a finished instance.
+// lookupFunc returns the value an expression sees for a finished instance, or
+// cty.NilVal when it has none.
 type lookupFunc func(addr string) cty.Value
 
 // evalContext builds inst's context: var, local, path, each, and the value of every
-// instance its references read, shaped as TYPE.NAME or TYPE.NAME[KEY].
+// instance its references read.
 func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) *hcl.EvalContext {
 	ctx := p.Scope.EvalContext(inst.Key, inst.Value)
+	p.addTaskValues(ctx, inst.Task.Refs, func(i int) []string { return inst.refDeps[i] }, lookup)
+	return ctx
+}
+
+// addTaskValues adds to ctx, for each reference, the values of the instances reads(i)
+// lists for reference i, shaped as TYPE.NAME or TYPE.NAME[KEY]. It reports false when
+// lookup has no value for one of them.
+func (p *Plan) addTaskValues(ctx *hcl.EvalContext, refs []config.Ref, reads func(i int) []string, lookup lookupFunc) bool {
 	byType := map[string]map[string]cty.Value{}
 	keyed := map[string]map[string]cty.Value{} // task addr -> key -> value
-	for i, r := range inst.Task.Refs {
+	for i, r := range refs {
 		target, _ := p.Flow.Task(r.Addr) // Load checked that it exists
 		if byType[r.Type] == nil {
 			byType[r.Type] = map[string]cty.Value{}
 		}
-		if target.ForEach == nil {
-			byType[r.Type][r.Name] = lookup(r.Addr)
-			continue
-		}
-		if len(p.byTask[r.Addr]) == 0 { // for_each not known yet (validate without values)
+		if p.unexpanded[r.Addr] {
 			byType[r.Type][r.Name] = cty.DynamicVal
 			continue
 		}
 		if keyed[r.Addr] == nil {
 			keyed[r.Addr] = map[string]cty.Value{}
 		}
-		for _, a := range inst.refDeps[i] {
-			keyed[r.Addr][p.Instances[a].Key.AsString()] = lookup(a)
+		for _, a := range reads(i) {
+			v := lookup(a)
+			if v == cty.NilVal {
+				return false
+			}
+			if target.ForEach == nil {
+				byType[r.Type][r.Name] = v
+			} else {
+				keyed[r.Addr][p.Instances[a].Key.AsString()] = v
+			}
 		}
-		byType[r.Type][r.Name] = cty.ObjectVal(keyed[r.Addr])
+		if target.ForEach != nil {
+			byType[r.Type][r.Name] = cty.ObjectVal(keyed[r.Addr])
+		}
 	}
 	for typ, names := range byType {
 		ctx.Variables[typ] = cty.ObjectVal(names)
 	}
-	return ctx
+	return true
 }
 
 // objectType is the type of an instance's value: its attributes and outputs, an

@@ -31,34 +31,10 @@ func (p *Plan) evalOutputs(values map[string]cty.Value) map[string]cty.Value {
 	return out
 }
 
+// outputContext gives an output every instance of each task it reads.
 func (p *Plan) outputContext(refs []config.Ref, values map[string]cty.Value) (*hcl.EvalContext, bool) {
 	ctx := p.Scope.EvalContext(cty.NilVal, cty.NilVal)
-	byType := map[string]map[string]cty.Value{}
-	for _, r := range refs {
-		insts := p.byTask[r.Addr]
-		if byType[r.Type] == nil {
-			byType[r.Type] = map[string]cty.Value{}
-		}
-		if len(insts) == 1 && insts[0].Key == cty.NilVal {
-			v, ok := values[insts[0].Addr]
-			if !ok {
-				return nil, false
-			}
-			byType[r.Type][r.Name] = v
-			continue
-		}
-		keyed := map[string]cty.Value{}
-		for _, in := range insts {
-			v, ok := values[in.Addr]
-			if !ok {
-				return nil, false
-			}
-			keyed[in.Key.AsString()] = v
-		}
-		byType[r.Type][r.Name] = cty.ObjectVal(keyed)
-	}
-	for typ, names := range byType {
-		ctx.Variables[typ] = cty.ObjectVal(names)
-	}
-	return ctx, true
+	all := func(i int) []string { return addrs(p.byTask[refs[i].Addr]) }
+	ok := p.addTaskValues(ctx, refs, all, func(addr string) cty.Value { return values[addr] })
+	return ctx, ok
 }

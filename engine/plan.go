@@ -36,6 +36,8 @@ type Plan struct {
 	Graph     *dag.Graph[string]
 	// byTask lists each task's instances in key order.
 	byTask map[string][]*Instance
+	// unexpanded holds tasks whose for_each has no value yet (validate without values).
+	unexpanded map[string]bool
 }
 
 // InstanceAddr renders the address of one instance of a task.
@@ -51,7 +53,7 @@ func InstanceAddr(taskAddr string, key cty.Value) string {
 // values are known before the run. Steps: expand, connect, check cycles, check types.
 func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Flow: flow, Scope: scope, Instances: map[string]*Instance{},
-		Graph: dag.New[string](), byTask: map[string][]*Instance{}}
+		Graph: dag.New[string](), byTask: map[string][]*Instance{}, unexpanded: map[string]bool{}}
 	diags := p.expand()
 	if diags.HasErrors() {
 		return p, diags
@@ -76,6 +78,9 @@ func (p *Plan) expand() hcl.Diagnostics {
 	for _, t := range p.Flow.Tasks {
 		elems, d := p.Scope.Expand(t)
 		diags = append(diags, d...)
+		if t.ForEach != nil && elems == nil && !d.HasErrors() {
+			p.unexpanded[t.Addr] = true
+		}
 		for _, e := range elems {
 			inst := &Instance{Addr: InstanceAddr(t.Addr, e.Key), Task: t, Key: e.Key, Value: e.Value}
 			p.Instances[inst.Addr] = inst

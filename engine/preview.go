@@ -63,8 +63,8 @@ func (p *Plan) previewRestore(inst *Instance, prev *state.Instance, values map[s
 	if diags.HasErrors() {
 		return ActionRun, "inputs cannot be evaluated: " + diagText(diags)
 	}
-	fp, _ := fingerprint(inst.Task, ev.inputs)
-	value, why, ok := p.restore(inst, ev, prev, fp)
+	fp, hashes := fingerprint(inst.Task, ev.inputs)
+	value, why, ok := p.restore(inst, ev, prev, fp, hashes)
 	if !ok {
 		return ActionRun, why
 	}

@@ -522,3 +522,23 @@ task "test_sleep" "slow" {
 		}
 	}
 }
+
+// TestEmptyForEach: a for_each over an empty set has no instances, and a task reading
+// all of them sees an empty object, not an unknown value.
+func TestEmptyForEach(t *testing.T) {
+	_, o := runFlow(t, `
+task "test_echo" "none" {
+  for_each = toset([])
+  value    = each.key
+}
+task "test_echo" "count" {
+  value = "n=${length(test_echo.none)}"
+}
+`, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("status %s: %+v", o.res.Status, o.res.Records)
+	}
+	if !strings.Contains(o.out, "n=0") {
+		t.Errorf("output lacks n=0:\n%s", o.out)
+	}
+}

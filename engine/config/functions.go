@@ -34,7 +34,7 @@ func Functions(baseDir string) map[string]function.Function {
 		"coalesce": stdlib.CoalesceFunc, "coalescelist": stdlib.CoalesceListFunc,
 		"compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
 		"distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc,
-		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": stdlib.LengthFunc,
+		"index": stdlib.IndexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
 		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "range": stdlib.RangeFunc,
 		"reverse": stdlib.ReverseListFunc, "setintersection": stdlib.SetIntersectionFunc,
 		"setproduct": stdlib.SetProductFunc, "setsubtract": stdlib.SetSubtractFunc,
@@ -174,3 +174,22 @@ func uniformTuple(v cty.Value) (cty.Type, bool) {
 	}
 	return elems[0], true
 }
+
+// lengthFunc is length that also counts an object's attributes, as Terraform's does:
+// a whole for_each task, such as length(exec.member), is an object.
+var lengthFunc = function.New(&function.Spec{
+	Description: "Returns the number of elements of a collection, or the length of a string.",
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType,
+		AllowUnknown: true, AllowDynamicType: true, AllowMarked: true}},
+	Type: function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		v, marks := args[0].Unmark()
+		if v.Type().IsObjectType() {
+			return cty.NumberIntVal(int64(len(v.Type().AttributeTypes()))).WithMarks(marks), nil
+		}
+		if v.Type() == cty.String {
+			return stdlib.Strlen(args[0])
+		}
+		return stdlib.Length(args[0])
+	},
+})

@@ -174,6 +174,8 @@ func (s *Scope) Expand(t *Task) ([]Instance, hcl.Diagnostics) {
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Key.AsString() < out[j].Key.AsString() })
 		return out, nil
+	case ty.IsSetType() && val.LengthInt() == 0: // toset([]) has no element type
+		return []Instance{}, nil
 	case ty.IsSetType() && ty.ElementType() == cty.String:
 		out := make([]Instance, 0, val.LengthInt())
 		for it := val.ElementIterator(); it.Next(); {

@@ -31,3 +31,25 @@ func TestToSetMatchesGeneric(t *testing.T) {
 		})
 	}
 }
+
+func TestLength(t *testing.T) {
+	tests := map[string]struct {
+		in   cty.Value
+		want int64
+	}{
+		"object (a whole for_each task)": {cty.ObjectVal(map[string]cty.Value{"a": cty.True, "b": cty.False}), 2},
+		"empty object":                   {cty.EmptyObjectVal, 0},
+		"list":                           {cty.ListVal([]cty.Value{cty.StringVal("x")}), 1},
+		"string":                         {cty.StringVal("héllo"), 5},
+	}
+	for name, tt := range tests {
+		got, err := lengthFunc.Call([]cty.Value{tt.in})
+		if err != nil || !got.RawEquals(cty.NumberIntVal(tt.want)) {
+			t.Errorf("%s: length = %#v, %v; want %d", name, got, err, tt.want)
+		}
+	}
+	got, err := lengthFunc.Call([]cty.Value{cty.EmptyObjectVal.Mark(Sensitive)})
+	if err != nil || !got.HasMark(Sensitive) {
+		t.Errorf("marked object: %#v, %v; want a marked 0", got, err)
+	}
+}

@@ -421,10 +421,15 @@ func TestFailRefuseResume(t *testing.T) {
 	}
 
 	// Fix the flow and resume: what succeeded is up to date, the rest runs.
-	fixed, err := os.ReadFile(flowPath("fixed.hcl"))
+	broken, err := os.ReadFile(flow)
 	if err != nil {
 		t.Fatal(err)
 	}
+	failing := `script     = "echo 'error: missing semicolon' >&2; exit 3"`
+	if !bytes.Contains(broken, []byte(failing)) {
+		t.Fatalf("fail.hcl no longer has the failing build line %s", failing)
+	}
+	fixed := bytes.Replace(broken, []byte(failing), []byte(`script     = "echo compiling; echo built"`), 1)
 	if err := os.WriteFile(flow, fixed, 0o644); err != nil {
 		t.Fatal(err)
 	}
