@@ -13,13 +13,8 @@ import (
 func (f *Flow) checkReferences(reg *tasks.Registry) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, l := range f.sortedLocals() {
-		refs, others, d := scan(l.Expr)
-		diags = append(diags, d...)
-		diags = append(diags, f.checkOthers(others, false)...)
-		for _, r := range refs {
-			diags = append(diags, errorf(r.Range, "Task reference in a local value",
-				"Local values are computed before any task runs, so they cannot read %s. Use the reference in the task itself.", r.Addr))
-		}
+		diags = append(diags, f.checkStatic(l.Expr, "Task reference in a local value",
+			"Local values are computed before any task runs, so they cannot read %s. Use the reference in the task itself.")...)
 	}
 	for _, t := range f.Tasks {
 		diags = append(diags, f.checkTask(t, reg)...)
@@ -28,9 +23,8 @@ func (f *Flow) checkReferences(reg *tasks.Registry) hcl.Diagnostics {
 		if o.Expr == nil {
 			continue
 		}
-		refs, others, d := scan(o.Expr)
+		refs, d := f.scanChecked(o.Expr, false)
 		diags = append(diags, d...)
-		diags = append(diags, f.checkOthers(others, false)...)
 		diags = append(diags, f.checkRefs(refs, reg)...)
 		o.Refs = refs
 	}
@@ -41,13 +35,8 @@ func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	hasEach := t.ForEach != nil
 	if t.ForEach != nil {
-		refs, others, d := scan(t.ForEach)
-		diags = append(diags, d...)
-		diags = append(diags, f.checkOthers(others, false)...)
-		for _, r := range refs {
-			diags = append(diags, errorf(r.Range, "Task reference in for_each",
-				"for_each must be known before the run starts, so it may use variables and locals but not %s.", r.Addr))
-		}
+		diags = append(diags, f.checkStatic(t.ForEach, "Task reference in for_each",
+			"for_each must be known before the run starts, so it may use variables and locals but not %s.")...)
 	}
 	exprs := make([]hcl.Expression, 0, len(t.Attributes)+4)
 	for _, a := range sortedAttributes(t.Attributes) {
@@ -64,15 +53,13 @@ func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {
 		}
 	}
 	for _, e := range exprs {
-		refs, others, d := scan(e)
+		refs, d := f.scanChecked(e, hasEach)
 		diags = append(diags, d...)
-		diags = append(diags, f.checkOthers(others, hasEach)...)
 		t.Refs = append(t.Refs, refs...)
 	}
 	for _, e := range t.dependsOn {
-		refs, others, d := scan(e)
+		refs, d := f.scanChecked(e, hasEach)
 		diags = append(diags, d...)
-		diags = append(diags, f.checkOthers(others, hasEach)...)
 		if len(refs) != 1 || refs[0].Attr != "" || refs[0].Range != e.Range() {
 			diags = append(diags, errorf(e.Range(), "Invalid depends_on entry",
 				"Each depends_on entry names a task or one instance: TYPE.NAME, TYPE.NAME[\"KEY\"] or TYPE.NAME[each.key]."))
@@ -82,6 +69,23 @@ func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {
 	}
 	diags = append(diags, f.checkRefs(t.Refs, reg)...)
 	diags = append(diags, f.checkRefs(t.DependsOn, reg)...)
+	return diags
+}
+
+// scanChecked scans expr for task references and checks its var.*, local.*, each.*
+// and path.* traversals.
+func (f *Flow) scanChecked(expr hcl.Expression, eachAllowed bool) ([]Ref, hcl.Diagnostics) {
+	refs, others, diags := scan(expr)
+	return refs, append(diags, f.checkOthers(others, eachAllowed)...)
+}
+
+// checkStatic checks an expression evaluated before any task runs: every task
+// reference in it is an error, with detail naming the reference (%s).
+func (f *Flow) checkStatic(expr hcl.Expression, summary, detail string) hcl.Diagnostics {
+	refs, diags := f.scanChecked(expr, false)
+	for _, r := range refs {
+		diags = append(diags, errorf(r.Range, summary, detail, r.Addr))
+	}
 	return diags
 }
 
