@@ -8,6 +8,7 @@ import (
 	"github.com/flowdev/flow/cmd/flow/cli"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
+	"github.com/flowdev/flow/tasks/lxd"
 )
 
 func main() {
@@ -31,6 +32,7 @@ func registry() (*tasks.Registry, error) {
 	reg := tasks.NewRegistry()
 	for _, register := range []func(*tasks.Registry) error{
 		exec.Register,
+		lxd.Register,
 	} {
 		if err := register(reg); err != nil {
 			return nil, err

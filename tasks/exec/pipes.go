@@ -12,7 +12,7 @@ import (
 // 32 KiB copy buffers, the largest allocation of a run of many short commands.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// outputPipes connects a process's stdout and stderr to two tees through pipes that
+// outputPipes connects a process's stdout and stderr to two Captures through pipes that
 // Run owns, so it decides how long to keep reading after the process exits.
 type outputPipes struct {
 	readers [2]*os.File
@@ -33,7 +33,7 @@ func newOutputPipes() (*outputPipes, error) {
 	return p, nil
 }
 
-// start copies each pipe into its tee; call it once the child holds the write ends.
+// start copies each pipe into its Capture; call it once the child holds the write ends.
 func (p *outputPipes) start(stdout, stderr io.Writer) {
 	for _, w := range p.writers {
 		w.Close()
@@ -47,7 +47,7 @@ func (p *outputPipes) start(stdout, stderr io.Writer) {
 			for {
 				n, err := r.Read(*buf)
 				if n > 0 {
-					dst.Write((*buf)[:n]) // a tee's Write never fails
+					dst.Write((*buf)[:n]) // a Capture's Write never fails
 				}
 				if err != nil {
 					return

@@ -38,7 +38,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s not started: %w", e.what(), err)
 	}
-	stdout, stderr := newTee(env.Stdout), newTee(env.Stderr)
+	stdout, stderr := tasks.NewCapture(env.Stdout), tasks.NewCapture(env.Stderr)
 	pipes, err := newOutputPipes()
 	if err != nil {
 		return nil, err
@@ -67,10 +67,10 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if cmd.ProcessState != nil {
 		code = cmd.ProcessState.ExitCode()
 	}
-	log.Debug("command exited", "pid", pid, "exit_code", code, "stdout_truncated", stdout.truncated, "stderr_truncated", stderr.truncated)
-	for name, t := range map[string]*tee{"stdout": stdout, "stderr": stderr} {
-		if t.err != nil {
-			log.Debug("streaming stopped after a write error", "stream", name, "error", t.err)
+	log.Debug("command exited", "pid", pid, "exit_code", code, "stdout_truncated", stdout.Truncated(), "stderr_truncated", stderr.Truncated())
+	for name, c := range map[string]*tasks.Capture{"stdout": stdout, "stderr": stderr} {
+		if err := c.StreamErr(); err != nil {
+			log.Debug("streaming stopped after a write error", "stream", name, "error", err)
 		}
 	}
 	out := tasks.Outputs{

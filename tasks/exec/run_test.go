@@ -214,8 +214,8 @@ func TestRunOutputCap(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if got := len(outString(t, out, tt.output)); got != outputCap {
-				t.Errorf("len(%s output) = %d, want %d", tt.output, got, outputCap)
+			if got := len(outString(t, out, tt.output)); got != tasks.CaptureLimit {
+				t.Errorf("len(%s output) = %d, want %d", tt.output, got, tasks.CaptureLimit)
 			}
 			if got := tt.stream(stdout, stderr).Len(); got != total {
 				t.Errorf("streamed %d bytes, want all %d", got, total)

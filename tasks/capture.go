@@ -1,0 +1,73 @@
+package tasks
+
+import (
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// CaptureLimit bounds each captured output: the first 64 KiB are kept.
+const CaptureLimit = 64 << 10
+
+// Capture streams everything written to it on to a stream and keeps the first
+// CaptureLimit bytes, for tasks that publish a command's output as outputs. A stream
+// write error stops streaming but never the writer: Write always succeeds. It is not
+// safe for concurrent writes; give each output its own Capture.
+type Capture struct {
+	stream    io.Writer
+	err       error // first stream error
+	buf       []byte
+	truncated bool
+}
+
+// NewCapture returns a Capture streaming to stream; nil streams nowhere.
+func NewCapture(stream io.Writer) *Capture {
+	if stream == nil {
+		stream = io.Discard
+	}
+	return &Capture{stream: stream}
+}
+
+func (c *Capture) Write(p []byte) (int, error) {
+	keep := min(len(p), CaptureLimit-len(c.buf))
+	c.buf = append(c.buf, p[:keep]...)
+	c.truncated = c.truncated || keep < len(p)
+	if c.err == nil {
+		_, c.err = c.stream.Write(p)
+	}
+	return len(p), nil
+}
+
+// Truncated reports whether more than CaptureLimit bytes were written.
+func (c *Capture) Truncated() bool { return c.truncated }
+
+// StreamErr returns the write error that stopped streaming, if any.
+func (c *Capture) StreamErr() error { return c.err }
+
+// String returns the capture as valid UTF-8, at most CaptureLimit bytes, trimmed of
+// surrounding whitespace.
+func (c *Capture) String() string {
+	b := c.buf
+	if c.truncated {
+		b = dropPartialRune(b)
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	for len(s) > CaptureLimit { // replacement characters can make it longer
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return strings.TrimSpace(s)
+}
+
+// dropPartialRune removes a multi-byte character cut off at the end of b.
+func dropPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
+}

@@ -1,0 +1,111 @@
+package lxd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	lxdclient "github.com/canonical/lxd/client"
+)
+
+// remoteKeys are the keys a task's `remote` map may hold. Certificate and key
+// values are file paths, so key material stays on disk and never enters the
+// flow's values, logs or state.
+var remoteKeys = map[string]string{
+	"address":     "https://HOST:PORT of an LXD server; empty means the local unix socket",
+	"socket":      "unix socket path; default $LXD_SOCKET, else $LXD_DIR/unix.socket, else LXD's standard paths",
+	"project":     "LXD project the task works in; default the server's default project",
+	"client_cert": "path of the PEM client certificate trusted by the server (address only)",
+	"client_key":  "path of the PEM private key of client_cert (address only)",
+	"server_cert": "path of the server's PEM certificate, pinned instead of CA verification (address only)",
+}
+
+// RemoteDoc is the documentation of the `remote` attribute, shared by every
+// LXD task type.
+const RemoteDoc = `LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it.`
+
+// validateRemote checks a `remote` map offline: known keys, an https address,
+// and the certificate files that an HTTPS remote needs.
+func validateRemote(remote map[string]string) error {
+	var unknown []string
+	for k := range remote {
+		if _, ok := remoteKeys[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("unknown key %q; known keys are %s", unknown[0], strings.Join(sortedKeys(remoteKeys), ", "))
+	}
+	addr := remote["address"]
+	if addr == "" {
+		for _, k := range []string{"client_cert", "client_key", "server_cert"} {
+			if remote[k] != "" {
+				return fmt.Errorf("%s is only used with address (an HTTPS remote)", k)
+			}
+		}
+		return nil
+	}
+	if !strings.HasPrefix(addr, "https://") {
+		return fmt.Errorf("address %q must start with https://", addr)
+	}
+	if remote["socket"] != "" {
+		return errors.New("socket and address are mutually exclusive")
+	}
+	if (remote["client_cert"] == "") != (remote["client_key"] == "") {
+		return errors.New("client_cert and client_key must be set together")
+	}
+	return nil
+}
+
+// connect opens a connection for one task run. It is bound to ctx: cancelling
+// ctx aborts every request made through it, which is how an interrupted run
+// stops waiting on LXD. Connections are cheap (one GET /1.0), so none is shared
+// between tasks.
+func connect(ctx context.Context, remote map[string]string) (lxdclient.InstanceServer, error) {
+	var (
+		srv lxdclient.InstanceServer
+		err error
+	)
+	if addr := remote["address"]; addr != "" {
+		args := &lxdclient.ConnectionArgs{UserAgent: "flow"}
+		for key, dst := range map[string]*string{
+			"client_cert": &args.TLSClientCert,
+			"client_key":  &args.TLSClientKey,
+			"server_cert": &args.TLSServerCert,
+		} {
+			if path := remote[key]; path != "" {
+				b, rerr := os.ReadFile(path)
+				if rerr != nil {
+					return nil, fmt.Errorf("connect to LXD at %s: read %s: %w", addr, key, rerr)
+				}
+				*dst = string(b)
+			}
+		}
+		srv, err = lxdclient.ConnectLXDWithContext(ctx, addr, args)
+		if err != nil {
+			return nil, fmt.Errorf("connect to LXD at %s: %w", addr, err)
+		}
+	} else {
+		srv, err = lxdclient.ConnectLXDUnixWithContext(ctx, remote["socket"], &lxdclient.ConnectionArgs{UserAgent: "flow"})
+		if err != nil {
+			return nil, fmt.Errorf("connect to LXD over its unix socket: %w (is the daemon running? LXD_DIR and LXD_SOCKET choose another socket)", err)
+		}
+	}
+	if p := remote["project"]; p != "" {
+		srv = srv.UseProject(p)
+	}
+	return srv, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
