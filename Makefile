@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench demo demo-resume fmt lint clean
+.PHONY: all build test unit e2e bench demo demo-resume demo-teardown lab-setup fmt lint clean
 
 all: build
 
@@ -12,9 +12,11 @@ build:
 	$(GO) build -o $(BIN) ./cmd/flow
 
 # Everything the tests need is installed and started by the project itself:
-# scripts/prereqs.sh checks (and on a fresh machine installs) what they use.
+# scripts/prereqs.sh checks (and on a fresh machine installs) the tools they use, and
+# scripts/lab-setup.sh installs and starts the LXD daemon the LXD tests talk to.
 test: build
 	bash scripts/prereqs.sh
+	bash scripts/lab-setup.sh
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
@@ -38,12 +40,21 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./engine/...
 	bash scripts/bench.sh
 
-# The main job for now: a member fan-out with exec tasks. Ctrl-C it, then `make demo-resume`.
-demo: build
-	./$(BIN) run flows/demo.hcl --new
+# The main job on this machine: the local lab (LXD members behind proxy devices on
+# 127.0.0.1:16441/16442/16444, a registry on 127.0.0.1:32000). Interrupt it, then
+# `make demo-resume`; `make demo-teardown` removes everything it created.
+DEMO_STATE := .flow/local-lab.db
+lab-setup:
+	bash scripts/lab-setup.sh
+
+demo: build lab-setup
+	./$(BIN) run flows/local-lab.hcl --new --state $(DEMO_STATE)
 
 demo-resume: build
-	./$(BIN) resume
+	./$(BIN) resume --state $(DEMO_STATE)
+
+demo-teardown: build
+	./$(BIN) run flows/local-lab-teardown.hcl --new --state .flow/local-lab-teardown.db
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -158,6 +158,8 @@ func TestFunctions(t *testing.T) {
 		"motd":     cty.StringVal("Message of the day"),
 		"from_env": cty.StringVal("hello from env"),
 		"unset":    cty.StringVal(""),
+		"dir":      cty.StringVal("/srv/www"),
+		"base":     cty.StringVal("index.html"),
 	}
 	for name, w := range want {
 		g, ok := got[name]

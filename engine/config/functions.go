@@ -50,8 +50,10 @@ func Functions(baseDir string) map[string]function.Function {
 		"toset":  toSetFunc,
 		"tomap":  stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
 		"try":    tryfunc.TryFunc, "can": tryfunc.CanFunc,
-		"env":  envFunc,
-		"file": fileFunc(baseDir),
+		"env":      envFunc,
+		"file":     fileFunc(baseDir),
+		"basename": pathFunc("Returns the last element of a path.", filepath.Base),
+		"dirname":  pathFunc("Returns all but the last element of a path.", filepath.Dir),
 	}
 	// templatefile sees every function but itself, so a template cannot recurse.
 	plain := make(map[string]function.Function, len(fns))
@@ -70,6 +72,19 @@ var envFunc = function.New(&function.Spec{
 		return cty.StringVal(os.Getenv(args[0].AsString())), nil
 	},
 })
+
+// pathFunc wraps a pure string-to-string path function, as Terraform's basename and
+// dirname: the path is not resolved and need not exist.
+func pathFunc(doc string, fn func(string) string) function.Function {
+	return function.New(&function.Spec{
+		Description: doc,
+		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.StringVal(fn(args[0].AsString())), nil
+		},
+	})
+}
 
 func resolve(baseDir, p string) string {
 	if filepath.IsAbs(p) {

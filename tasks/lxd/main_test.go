@@ -19,14 +19,14 @@ import (
 )
 
 // These tests talk to the real LXD daemon on this machine (make test starts it
-// with scripts/lxd-setup.sh). Without a daemon they are skipped, except under
+// with scripts/lab-setup.sh). Without a daemon they are skipped, except under
 // CI=true, where a missing daemon fails the package.
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	_, err := connect(ctx, nil)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "lxd tests need a running LXD daemon (run scripts/lxd-setup.sh): %v\n", err)
+		fmt.Fprintf(os.Stderr, "lxd tests need a running LXD daemon (run scripts/lab-setup.sh): %v\n", err)
 		if os.Getenv("CI") == "true" {
 			os.Exit(1)
 		}

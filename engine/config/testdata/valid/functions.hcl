@@ -16,6 +16,8 @@ locals {
   from_env = env("FLOW_TEST_GREETING")
   unset    = env("FLOW_TEST_SURELY_UNSET_VARIABLE")
   upper    = upper(local.greeting)
+  dir      = dirname("/srv/www/index.html")
+  base     = basename("/srv/www/index.html")
 }
 
 task "exec" "render" {

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# Installs (as root, via apt-get) and starts a local LXD daemon when it is missing,
-# gives it a dir storage pool on the default profile, and builds the small busybox
-# image the local lab imports. Idempotent: a second call only checks.
+# Prepares this machine for the local lab and the tests that use it: installs (as
+# root, via apt-get) LXD, busybox-static and docker-registry when missing, starts
+# the LXD daemon when it is not running, gives it a dir storage pool on the default
+# profile, and builds the small busybox image the local lab imports. Idempotent: a
+# second call only checks.
 #
 # No network is ever created: containers get no NIC and are reached through proxy
 # devices on 127.0.0.1. With CI=true anything missing is a failure, never a skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fail() { echo "lxd-setup: $*" >&2; exit 1; }
+fail() { echo "lab-setup: $*" >&2; exit 1; }
 
 install_packages() {
   local missing=()
   command -v lxd >/dev/null || missing+=(lxd lxd-client)
+  command -v docker-registry >/dev/null || missing+=(docker-registry)
   [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || missing+=(busybox-static)
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || fail "missing ${missing[*]} and cannot apt-get install (not root)"
-  echo "lxd-setup: installing ${missing[*]}"
+  echo "lab-setup: installing ${missing[*]}"
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
@@ -24,7 +27,7 @@ install_packages() {
 start_daemon() {
   if lxc info >/dev/null 2>&1; then return 0; fi
   [ "$(id -u)" = 0 ] || fail "the LXD daemon is not running and starting it needs root"
-  echo "lxd-setup: starting lxd (log: /var/log/lxd-daemon.log)"
+  echo "lab-setup: starting lxd (log: /var/log/lxd-daemon.log)"
   # No systemd on these machines: the daemon runs in its own session and outlives us.
   setsid lxd --group root </dev/null >>/var/log/lxd-daemon.log 2>&1 &
   lxd waitready --timeout 60 || fail "lxd did not become ready; see /var/log/lxd-daemon.log"
@@ -40,4 +43,4 @@ install_packages
 start_daemon
 init_storage
 bash scripts/busybox-image.sh >/dev/null
-echo "lxd-setup: ok ($(lxc version 2>/dev/null | awk '/Server/ {print "server " $3}'), image $(cat .lab/busybox.fingerprint 2>/dev/null || echo ?))"
+echo "lab-setup: ok ($(lxc version 2>/dev/null | awk '/Server/ {print "server " $3}'), image $(cat .lab/busybox.fingerprint 2>/dev/null || echo ?))"

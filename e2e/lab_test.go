@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lxdclient "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
+)
+
+// The local lab (flows/local-lab.hcl) against the real LXD daemon: run it, SIGKILL flow at
+// seeded moments, resume to completion, and check what LXD says: exactly the lab's
+// containers exist, none was created twice, every forwarded port answers. Then the
+// teardown flow must leave nothing behind.
+
+var (
+	labMembers   = map[string]int{"member1": 16441, "member2": 16442, "member3": 16444}
+	labInstances = []string{"lab-registry", "lab-upstream", "member1", "member2", "member3"}
+)
+
+const (
+	labTrials      = 3
+	defaultLabSeed = 20261122
+	labRunTimeout  = 5 * time.Minute
+)
+
+// requireLXD connects to the local daemon. Without one the test is skipped, except
+// with CI=true, where a missing daemon is a failure (make test starts it).
+func requireLXD(t *testing.T) lxdclient.InstanceServer {
+	t.Helper()
+	srv, err := lxdclient.ConnectLXDUnix("", nil)
+	if err == nil {
+		_, _, err = srv.GetServer()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the LXD daemon is required (scripts/lab-setup.sh starts it): %v", err)
+		}
+		t.Skipf("no LXD daemon (run scripts/lab-setup.sh): %v", err)
+	}
+	return srv
+}
+
+// creations counts LXD's instance-created lifecycle events by instance name.
+type creations struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func watchCreations(t *testing.T, srv lxdclient.InstanceServer) *creations {
+	t.Helper()
+	listener, err := srv.GetEvents()
+	if err != nil {
+		t.Fatalf("listen to LXD events: %v", err)
+	}
+	t.Cleanup(listener.Disconnect)
+	c := &creations{count: map[string]int{}}
+	_, err = listener.AddHandler([]string{api.EventTypeLifecycle}, func(e api.Event) {
+		var lc api.EventLifecycle
+		if json.Unmarshal(e.Metadata, &lc) != nil || lc.Action != api.EventLifecycleInstanceCreated {
+			return
+		}
+		name := strings.TrimPrefix(lc.Source, "/1.0/instances/")
+		c.mu.Lock()
+		c.count[name]++
+		c.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatalf("listen to LXD events: %v", err)
+	}
+	return c
+}
+
+func (c *creations) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.count
+	c.count = map[string]int{}
+	return old
+}
+
+func TestLocalLabKillAndResume(t *testing.T) {
+	srv := requireLXD(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := filepath.Join(root, "flows", "local-lab.hcl")
+	teardown := filepath.Join(root, "flows", "local-lab-teardown.hcl")
+	tag := newTag(t)
+	runTeardown := func() {
+		r := runFlow(t, tag, root, 2*time.Minute, "run", teardown, "--new", "--state", filepath.Join(t.TempDir(), "teardown.db"))
+		if r.code != 0 {
+			t.Fatalf("teardown failed with exit code %d\n%s", r.code, r.desc)
+		}
+	}
+	runTeardown()
+	events := watchCreations(t, srv)
+
+	seed := uint64(defaultLabSeed)
+	if s, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (set E2E_SEED to repeat)", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x1ab))
+
+	for trial := 1; trial <= labTrials; trial++ {
+		events.reset()
+		state := filepath.Join(t.TempDir(), fmt.Sprintf("lab-%d.db", trial))
+		// Kill after a seeded number of succeeded instances: early (launches in
+		// flight), middle (pushes, proxies) or late (registry and mirror).
+		killAt := 1 + rng.IntN(20)
+		p := start(t, tag, root, "run", lab, "--state", state)
+		waitStatus(t, tag, root, state, labRunTimeout, fmt.Sprintf("%d succeeded instances", killAt), func(d statusDoc) bool {
+			return countStatus(d, "succeeded") >= killAt || d.Status != "running"
+		})
+		p.killGroup()
+		p.wait(10 * time.Second)
+		t.Logf("trial %d: killed flow after %d succeeded instances", trial, killAt)
+
+		r := runFlow(t, tag, root, labRunTimeout, "resume", "--state", state)
+		if r.code != 0 {
+			t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
+		}
+		checkLab(t, srv, events.reset())
+		if trial < labTrials {
+			runTeardown()
+		}
+	}
+
+	runTeardown()
+	checkNothingLeft(t, srv)
+}
+
+func countStatus(d statusDoc, status string) int {
+	n := 0
+	for _, task := range d.Tasks {
+		if task.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// checkLab asserts the finished lab: exactly the lab's instances, each created at most
+// once during the trial, all running, every member answering through its forwarded
+// port, and the mirrored images in the lab registry.
+func checkLab(t *testing.T, srv lxdclient.InstanceServer, created map[string]int) {
+	t.Helper()
+	names, err := srv.GetInstanceNames(api.InstanceTypeAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lab []string
+	for _, n := range names {
+		if slices.Contains(labInstances, n) {
+			lab = append(lab, n)
+		}
+	}
+	slices.Sort(lab)
+	if !slices.Equal(lab, labInstances) {
+		t.Errorf("lab instances = %v, want %v", lab, labInstances)
+	}
+	for name, n := range created {
+		if n > 1 {
+			t.Errorf("instance %s was created %d times", name, n)
+		}
+	}
+	for member, port := range labMembers {
+		body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+		if !strings.Contains(body, "member "+member) {
+			t.Errorf("port %d answered %q, want the page of %s", port, body, member)
+		}
+	}
+	catalog := httpGet(t, "http://127.0.0.1:32000/v2/_catalog")
+	for _, repo := range []string{"karmada-controller-manager", "kube-apiserver", "etcd"} {
+		if !strings.Contains(catalog, `"`+repo+`"`) {
+			t.Errorf("lab registry catalog %s lacks %s", catalog, repo)
+		}
+	}
+}
+
+// checkNothingLeft asserts that the teardown removed the lab's instances, profile and
+// image alias, and that nothing listens on the forwarded ports any more.
+func checkNothingLeft(t *testing.T, srv lxdclient.InstanceServer) {
+	t.Helper()
+	names, err := srv.GetInstanceNames(api.InstanceTypeAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if slices.Contains(labInstances, n) {
+			t.Errorf("instance %s survived the teardown", n)
+		}
+	}
+	if _, _, err := srv.GetProfile("flow-lab"); err == nil {
+		t.Error("profile flow-lab survived the teardown")
+	}
+	if _, _, err := srv.GetImageAlias("flow-lab-busybox"); err == nil {
+		t.Error("image alias flow-lab-busybox survived the teardown")
+	}
+	for _, port := range []int{16441, 16442, 16444, 32000, 15000} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Errorf("port %d still answers after the teardown", port)
+		}
+		cancel()
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}

@@ -1,0 +1,192 @@
+# local-lab.hcl — the seed lab's topology on one box, without MicroK8s: three member
+# containers in LXD, each serving on 127.0.0.1:8080 inside and reached from the host only
+# through LXD proxy devices on 127.0.0.1:16441/16442/16444 (containers get no network
+# device), plus the lab's image registry on 127.0.0.1:32000 filled by mirroring from an
+# "upstream" registry that carries the real Karmada and Kubernetes image names.
+#
+#   scripts/lab-setup.sh                 # once: installs and starts LXD (make demo does it)
+#   flow run flows/local-lab.hcl         # Ctrl-C or kill it at any point, then:
+#   flow resume                          # finishes without redoing what succeeded
+#   flow run flows/local-lab-teardown.hcl --new   # removes everything this flow created
+
+variable "members" {
+  type        = map(number)
+  default     = { member1 = 16441, member2 = 16442, member3 = 16444 }
+  description = "Member container names and the host port forwarded to each one's service."
+}
+
+variable "image_alias" {
+  type        = string
+  default     = "flow-lab-busybox"
+  description = "Alias of the busybox image the containers are launched from."
+}
+
+variable "registry_port" {
+  type        = number
+  default     = 32000
+  description = "Host port of the lab registry (MicroK8s's registry port in the real lab)."
+}
+
+variable "upstream_port" {
+  type        = number
+  default     = 15000
+  description = "Host port of the loopback registry that stands in for docker.io and registry.k8s.io."
+}
+
+variable "karmada_version" {
+  type    = string
+  default = "v1.13.0"
+}
+
+variable "kube_version" {
+  type    = string
+  default = "v1.31.3"
+}
+
+locals {
+  root = "${path.flow}/.."
+  # The lab's two registries, each a container running Debian's docker-registry.
+  registries = { "lab-registry" = var.registry_port, "lab-upstream" = var.upstream_port }
+  # Every image `karmadactl init` installs, under its real repository path.
+  upstream_images = toset(concat(
+    [for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver"] : "karmada/${c}:${var.karmada_version}"],
+    [for c in ["kube-apiserver", "kube-controller-manager"] : "${c}:${var.kube_version}"],
+    ["etcd:3.5.16-0"],
+  ))
+}
+
+task "exec" "busybox_image" {
+  description = "Build the small busybox image tarball (reproducible; a no-op when current)."
+  command     = ["bash", "scripts/busybox-image.sh"]
+  dir         = local.root
+}
+
+task "lxd_image_import" "busybox" {
+  file  = "${local.root}/${exec.busybox_image.stdout}"
+  alias = var.image_alias
+}
+
+task "lxd_profile" "lab" {
+  name        = "flow-lab"
+  description = "flow local lab: small containers without a network device"
+  config      = { "limits.memory" = "256MiB", "limits.processes" = "200" }
+}
+
+task "lxd_launch" "member" {
+  for_each = var.members
+  name     = each.key
+  image    = lxd_image_import.busybox.alias
+  profiles = ["default", lxd_profile.lab.name]
+  wait_for = ["sh", "-c", "ip link show lo | grep -q UP"]
+}
+
+task "lxd_file_push" "service" {
+  for_each    = var.members
+  instance    = lxd_launch.member[each.key].name
+  destination = "/srv/www/index.html"
+  content     = "member ${each.key}\n"
+  create_dirs = true
+}
+
+task "lxd_exec" "start_service" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  script     = "pidof httpd >/dev/null || httpd -p 127.0.0.1:8080 -h ${dirname(lxd_file_push.service[each.key].destination)}"
+}
+
+task "proxy_device" "service" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  name       = "service"
+  listen     = "tcp:127.0.0.1:${each.value}"
+  connect    = "tcp:127.0.0.1:8080"
+  depends_on = [lxd_exec.start_service[each.key]]
+}
+
+task "wait_ready" "member" {
+  for_each   = var.members
+  kind       = "http"
+  url        = "http://${proxy_device.service[each.key].address}/"
+  body_match = "member ${each.key}"
+  timeout    = "1m"
+}
+
+# The registries: Debian's docker-registry with the glibc pieces it needs, pushed into
+# containers and forwarded from 127.0.0.1:32000 (lab) and 127.0.0.1:15000 (upstream).
+
+task "exec" "stage_registry" {
+  command = ["sh", "flows/local-lab/stage-registry.sh", ".lab/registry-root"]
+  dir     = local.root
+}
+
+task "lxd_launch" "registry" {
+  for_each = local.registries
+  name     = each.key
+  image    = lxd_image_import.busybox.alias
+  profiles = ["default", lxd_profile.lab.name]
+  wait_for = ["sh", "-c", "ip link show lo | grep -q UP"]
+}
+
+task "lxd_file_push" "registry" {
+  for_each    = local.registries
+  instance    = lxd_launch.registry[each.key].name
+  source      = "${local.root}/${exec.stage_registry.stdout}"
+  destination = "/opt/registry"
+  mode        = "0755"
+  create_dirs = true
+}
+
+task "lxd_exec" "start_registry" {
+  for_each = local.registries
+  instance = lxd_launch.registry[each.key].name
+  script   = <<-EOT
+    cd ${lxd_file_push.registry[each.key].destination}
+    pidof docker-registry ld-linux-x86-64.so.2 >/dev/null && exit 0
+    mkdir -p /var/lib/registry
+    setsid ./lib64/ld-linux-x86-64.so.2 --library-path ./lib ./bin/docker-registry serve ./registry.yml \
+      </dev/null >/var/log/registry.log 2>&1 &
+  EOT
+}
+
+task "proxy_device" "registry" {
+  for_each   = local.registries
+  instance   = lxd_launch.registry[each.key].name
+  name       = "registry"
+  listen     = "tcp:127.0.0.1:${each.value}"
+  connect    = "tcp:127.0.0.1:5000"
+  depends_on = [lxd_exec.start_registry[each.key]]
+}
+
+task "wait_ready" "registry" {
+  for_each = local.registries
+  kind     = "http"
+  url      = "http://${proxy_device.registry[each.key].address}/v2/"
+  timeout  = "1m"
+}
+
+task "image_build" "upstream" {
+  for_each = local.upstream_images
+  base     = "scratch"
+  layers   = [{ source = "${path.flow}/local-lab/upstream-image", destination = "/stand-in" }]
+  labels   = { "org.opencontainers.image.ref.name" = each.key }
+  cmd      = ["/stand-in/README"]
+  push     = "127.0.0.1:${var.upstream_port}/${each.key}"
+  insecure = true
+  depends_on = [wait_ready.registry["lab-upstream"]]
+}
+
+task "image_mirror" "karmada" {
+  images     = [for ref in local.upstream_images : "127.0.0.1:${var.upstream_port}/${ref}"]
+  registry   = "127.0.0.1:${var.registry_port}"
+  naming     = "flatten"
+  insecure   = true
+  depends_on = [image_build.upstream, wait_ready.registry["lab-registry"]]
+}
+
+output "members" {
+  value = { for m, w in wait_ready.member : m => "http://${proxy_device.service[m].address}/" }
+}
+
+output "mirrored" {
+  value = image_mirror.karmada.images
+}
