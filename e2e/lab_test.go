@@ -140,6 +140,7 @@ func TestLocalLabKillAndResume(t *testing.T) {
 		}
 	}
 
+	checkFlaskImport(t, tag, root)
 	runTeardown()
 	checkNothingLeft(t, srv)
 }
@@ -188,6 +189,24 @@ func checkLab(t *testing.T, srv lxdclient.InstanceServer, created map[string]int
 	for _, repo := range []string{"karmada-controller-manager", "kube-apiserver", "etcd"} {
 		if !strings.Contains(catalog, `"`+repo+`"`) {
 			t.Errorf("lab registry catalog %s lacks %s", catalog, repo)
+		}
+	}
+}
+
+// checkFlaskImport runs the local variant of the Flask flow on the finished lab: the
+// image is built without Docker on the mirrored base, exported to a tarball, pushed
+// into every member and verified there by its sha256.
+func checkFlaskImport(t *testing.T, tag, root string) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "flask.db")
+	r := runFlow(t, tag, root, labRunTimeout, "run", filepath.Join(root, "flows", "flask-import.hcl"),
+		"--var-file", filepath.Join(root, "flows", "local-lab", "flask-import.vars.hcl"), "--state", state)
+	if r.code != 0 {
+		t.Fatalf("flask-import exited %d\n%s", r.code, r.desc)
+	}
+	for member := range labMembers {
+		if !strings.Contains(r.stdout, fmt.Sprintf("[lxd_exec.verify[%q]] /root/flask-demo.tar: OK", member)) {
+			t.Errorf("no sha256 check passed inside %s\n%s", member, r.desc)
 		}
 	}
 }

@@ -47,11 +47,12 @@ locals {
   root = "${path.flow}/.."
   # The lab's two registries, each a container running Debian's docker-registry.
   registries = { "lab-registry" = var.registry_port, "lab-upstream" = var.upstream_port }
-  # Every image `karmadactl init` installs, under its real repository path.
+  # Every image `karmadactl init` installs, under its real repository path, and the
+  # Flask demo's base image (flows/flask-import.hcl).
   upstream_images = toset(concat(
     [for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver"] : "karmada/${c}:${var.karmada_version}"],
     [for c in ["kube-apiserver", "kube-controller-manager"] : "${c}:${var.kube_version}"],
-    ["etcd:3.5.16-0"],
+    ["etcd:3.5.16-0", "library/python:3.11-slim"],
   ))
 }
 

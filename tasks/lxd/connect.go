@@ -89,6 +89,11 @@ func connect(ctx context.Context, remote map[string]string) (lxdclient.InstanceS
 		if err != nil {
 			return nil, fmt.Errorf("connect to LXD at %s: %w", addr, err)
 		}
+		// An untrusted client still connects and may read /1.0; say so now rather
+		// than with a bare "not authorized" on the task's first real request.
+		if info, _, ierr := srv.GetServer(); ierr == nil && info.Auth != "trusted" {
+			return nil, fmt.Errorf("connect to LXD at %s: the server does not trust client_cert %s (add it there with `lxc config trust add`)", addr, remote["client_cert"])
+		}
 	} else {
 		srv, err = lxdclient.ConnectLXDUnixWithContext(ctx, remote["socket"], &lxdclient.ConnectionArgs{UserAgent: "flow"})
 		if err != nil {

@@ -1,0 +1,139 @@
+# flask-import.hcl — the lab's Flask demo image, built, saved to a tarball, pushed into
+# every member container and imported into each member's container runtime, without a
+# Docker daemon by default:
+#
+#   flow run flows/flask-import.hcl                                  # image_build (no Docker)
+#   flow run flows/flask-import.hcl --var builder=docker             # docker build + docker save
+#   flow run flows/flask-import.hcl --var members='["member1"]'      # only some members
+#   flow run flows/flask-import.hcl --var-file flows/local-lab/flask-import.vars.hcl
+#                                                                    # against the local lab
+#
+# Before the import, the tarball's sha256 is checked inside every member, so a member
+# never imports a truncated or stale file.
+
+variable "members" {
+  type        = set(string)
+  default     = ["member1", "member2", "member3"]
+  description = "Member containers that receive the image."
+}
+
+variable "builder" {
+  type        = string
+  default     = "flow"
+  description = "\"flow\": image_build and image_export, no Docker needed; \"docker\": docker build and docker save."
+}
+
+variable "base_image" {
+  type        = string
+  default     = "docker.io/library/python:3.11-slim"
+  description = "Base image of the app (builder = \"flow\")."
+}
+
+variable "vendor_requirements" {
+  type        = bool
+  default     = true
+  description = "Install requirements.txt into a layer with pip on the host (builder = \"flow\"); image_build runs no commands inside the image."
+}
+
+variable "registry" {
+  type        = string
+  default     = "localhost:32000"
+  description = "Registry the built image is pushed to (the lab's MicroK8s registry)."
+}
+
+variable "insecure_registry" {
+  type        = bool
+  default     = true
+  description = "The registry speaks plain HTTP (MicroK8s's registry addon does)."
+}
+
+variable "tag" {
+  type    = string
+  default = "1.0"
+}
+
+variable "import_script" {
+  type        = string
+  default     = "microk8s images import < /root/flask-demo.tar"
+  description = "Run inside each member once the tarball is there and verified."
+}
+
+locals {
+  app     = "${path.flow}/flask-app"
+  work    = "${path.cwd}/.flow/flask-demo"
+  tarball = "${local.work}/flask-demo.tar"
+  ref     = "${var.registry}/flask-demo:${var.tag}"
+  # for_each over one key or none: how a flow picks one of two ways of doing a step.
+  with_flow   = var.builder == "flow" ? toset(["app"]) : toset([])
+  with_docker = var.builder == "docker" ? toset(["app"]) : toset([])
+  with_vendor = var.builder == "flow" && var.vendor_requirements ? toset(["app"]) : toset([])
+}
+
+task "exec" "vendor" {
+  for_each    = local.with_vendor
+  description = "pip install the requirements into a directory that becomes an image layer."
+  command     = ["python3", "-m", "pip", "install", "--quiet", "--target", "${local.work}/site-packages", "-r", "${local.app}/requirements.txt"]
+}
+
+task "image_build" "app" {
+  for_each = local.with_flow
+  base     = var.base_image
+  layers = concat(
+    [{ source = "${local.app}/app.py", destination = "/app/app.py", mode = "0644" }],
+    var.vendor_requirements ? [{ source = "${local.work}/site-packages", destination = "/app/site-packages" }] : [],
+  )
+  env           = { PYTHONPATH = "/app/site-packages" }
+  workdir       = "/app"
+  cmd           = ["python", "app.py"]
+  exposed_ports = ["5000/tcp"]
+  push          = local.ref
+  insecure      = var.insecure_registry
+  depends_on    = [exec.vendor]
+}
+
+task "image_export" "app" {
+  for_each = local.with_flow
+  image    = image_build.app[each.key].reference
+  path     = local.tarball
+  insecure = var.insecure_registry
+}
+
+task "exec" "docker_build" {
+  for_each = local.with_docker
+  script   = "mkdir -p '${local.work}' && docker build -t '${local.ref}' '${local.app}' && docker save '${local.ref}' -o '${local.tarball}'"
+}
+
+task "exec" "tarball_sha256" {
+  command    = ["sha256sum", local.tarball]
+  depends_on = [image_export.app, exec.docker_build]
+}
+
+task "lxd_file_push" "tarball" {
+  for_each    = var.members
+  instance    = each.key
+  source      = local.tarball
+  destination = "/root/flask-demo.tar"
+  mode        = "0644"
+  depends_on  = [exec.tarball_sha256]
+}
+
+task "lxd_exec" "verify" {
+  for_each = var.members
+  instance = each.key
+  script   = "echo '${split(" ", exec.tarball_sha256.stdout)[0]}  ${lxd_file_push.tarball[each.key].destination}' | sha256sum -c -"
+}
+
+task "lxd_exec" "import" {
+  for_each   = var.members
+  instance   = each.key
+  script     = var.import_script
+  depends_on = [lxd_exec.verify[each.key]]
+}
+
+output "image" {
+  value = local.ref
+}
+
+output "sha256" {
+  value = split(" ", exec.tarball_sha256.stdout)[0]
+}
