@@ -109,7 +109,7 @@ task "wait_ready" "member" {
   kind       = "http"
   url        = "http://${proxy_device.service[each.key].address}/"
   body_match = "member ${each.key}"
-  timeout    = "1m"
+  wait_timeout = "1m"
 }
 
 # The registries: Debian's docker-registry with the glibc pieces it needs, pushed into
@@ -162,7 +162,7 @@ task "wait_ready" "registry" {
   for_each = local.registries
   kind     = "http"
   url      = "http://${proxy_device.registry[each.key].address}/v2/"
-  timeout  = "1m"
+  wait_timeout = "1m"
 }
 
 task "image_build" "upstream" {

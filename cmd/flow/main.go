@@ -9,6 +9,7 @@ import (
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
 	"github.com/flowdev/flow/tasks/lxd"
+	"github.com/flowdev/flow/tasks/wait"
 )
 
 func main() {
@@ -33,6 +34,7 @@ func registry() (*tasks.Registry, error) {
 	for _, register := range []func(*tasks.Registry) error{
 		exec.Register,
 		lxd.Register,
+		wait.Register,
 	} {
 		if err := register(reg); err != nil {
 			return nil, err

@@ -1,0 +1,134 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"time"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// WaitReady polls one thing until it is ready. It is the hcl config struct of the
+// wait_ready task type. Attributes after kind belong to one kind each (see kinds);
+// interval, wait_timeout and request_timeout are shared by all kinds.
+type WaitReady struct {
+	Kind           string            `hcl:"kind" doc:"What to wait for: \"tcp\" (a port accepts connections) or \"http\" (a URL answers as expected)."`
+	Address        string            `hcl:"address,optional" doc:"tcp: host:port to connect to. Required for kind tcp."`
+	URL            string            `hcl:"url,optional" doc:"http: http:// or https:// URL to GET. Required for kind http."`
+	ExpectStatus   []int             `hcl:"expect_status,optional" doc:"http: status codes that count as ready; default [200]."`
+	BodyMatch      string            `hcl:"body_match,optional" doc:"http: regular expression (RE2 syntax) the first 64 KiB of the body must match."`
+	Insecure       *bool             `hcl:"insecure,optional" doc:"http: skip TLS certificate verification; default false."`
+	CAFile         string            `hcl:"ca_file,optional" doc:"http: PEM file of CA certificates to trust instead of the system's, for self-signed servers."`
+	Headers        map[string]string `hcl:"headers,optional" doc:"http: request headers; Host sets the virtual host."`
+	Interval       string            `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
+	WaitTimeout    string            `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
+	RequestTimeout string            `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
+}
+
+// Register adds the wait_ready task type to r.
+func Register(r *tasks.Registry) error {
+	return r.Register(tasks.Type{
+		Name:    "wait_ready",
+		Summary: "Wait until a TCP port or an HTTP endpoint is ready",
+		Doc: `Checks something every interval until it is ready, then succeeds. Kind "tcp" is ready
+when a connection to address succeeds; kind "http" is ready when a GET of url answers
+with a status in expect_status and, if body_match is set, a body that matches it.
+Redirects are followed. TLS certificates are verified unless insecure is true; ca_file
+replaces the system's CAs.
+
+A line is printed when waiting starts, every 10 s while it lasts (with the last
+observed state) and when the thing is ready. After wait_timeout the task fails,
+naming the last observed state. wait_timeout is the wait's own deadline; the engine's
+timeout setting, if shorter, cancels the task earlier.`,
+		New: func() tasks.Task { return &WaitReady{} },
+		Outputs: []tasks.Output{
+			{Name: "elapsed", Type: cty.Number, Doc: "Seconds from the start of the wait until the thing was ready."},
+			{Name: "status", Type: cty.Number, Doc: "http: status code of the response that was ready."},
+			{Name: "body", Type: cty.String, Doc: "http: body of the response that was ready, trimmed of surrounding whitespace, first 64 KiB."},
+		},
+		Example: `task "wait_ready" "apiserver" {
+  kind          = "http"
+  url           = "https://127.0.0.1:16443/readyz"
+  ca_file       = "certs/ca.crt"
+  headers       = { Accept = "text/plain" }
+  expect_status = [200]
+  body_match    = "^ok$"
+  interval      = "2s"
+  wait_timeout  = "10m"
+}`,
+	})
+}
+
+// Validate checks the kind, that the kind's required attributes are set and no other
+// kind's attributes are, that durations parse, and the kind's own rules.
+func (w *WaitReady) Validate() error {
+	k, ok := kinds[w.Kind]
+	if !ok {
+		return &tasks.AttrError{Attr: "kind", Err: fmt.Errorf("unknown kind %q; want one of %s", w.Kind, kindNames())}
+	}
+	if err := w.checkPresence(k); err != nil {
+		return err
+	}
+	if _, err := w.timing(); err != nil {
+		return err
+	}
+	return k.validate(w)
+}
+
+// Run polls until the thing is ready, wait_timeout passes or ctx is cancelled.
+func (w *WaitReady) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	k := kinds[w.Kind]
+	t, _ := w.timing()
+	what := k.what(w)
+	p, err := k.newProbe(w)
+	if err != nil {
+		return nil, fmt.Errorf("wait for %s: %w", what, err)
+	}
+	elapsed, err := poll(ctx, env, what, p, t)
+	if err != nil {
+		return nil, err
+	}
+	out := tasks.Outputs{"elapsed": cty.NumberFloatVal(math.Round(elapsed.Seconds()*1000) / 1000)}
+	if o, ok := p.(outputter); ok {
+		maps.Copy(out, o.outputs())
+	}
+	return out, nil
+}
+
+// timing holds the parsed durations shared by every kind.
+type timing struct {
+	interval, wait, request time.Duration
+}
+
+func (w *WaitReady) timing() (timing, error) {
+	var t timing
+	for _, d := range []struct {
+		attr, value, def string
+		out              *time.Duration
+	}{
+		{"interval", w.Interval, "1s", &t.interval},
+		{"wait_timeout", w.WaitTimeout, "5m", &t.wait},
+		{"request_timeout", w.RequestTimeout, "5s", &t.request},
+	} {
+		if d.value == "" {
+			d.value = d.def
+		}
+		v, err := time.ParseDuration(d.value)
+		if err != nil || v <= 0 {
+			return t, &tasks.AttrError{Attr: d.attr, Err: errors.New(`must be a positive duration such as "90s" or "5m"`)}
+		}
+		*d.out = v
+	}
+	return t, nil
+}
+
+func (w *WaitReady) insecure() bool { return w.Insecure != nil && *w.Insecure }
+
+var _ tasks.Task = (*WaitReady)(nil)
