@@ -53,7 +53,7 @@ func requireLXD(t *testing.T) lxdclient.InstanceServer {
 	return srv
 }
 
-// creations counts LXD's instance-created lifecycle events by instance name.
+// creations counts LXD's instance-created lifecycle events for the lab's instances.
 type creations struct {
 	mu    sync.Mutex
 	count map[string]int
@@ -73,6 +73,9 @@ func watchCreations(t *testing.T, srv lxdclient.InstanceServer) *creations {
 			return
 		}
 		name := strings.TrimPrefix(lc.Source, "/1.0/instances/")
+		if !slices.Contains(labInstances, name) {
+			return // other tests share the daemon
+		}
 		c.mu.Lock()
 		c.count[name]++
 		c.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	lxdclient "github.com/canonical/lxd/client"
@@ -42,4 +43,44 @@ func waitOp(ctx context.Context, remote map[string]string, op lxdclient.Operatio
 		}
 	}
 	return ctx.Err()
+}
+
+// settleInstance waits until no running LXD operation touches the instance. A run
+// that was killed leaves its last request running in the daemon (a create, a
+// device update); the re-run must see that request's result, not race with it.
+func settleInstance(ctx context.Context, srv lxdclient.InstanceServer, name string) error {
+	want := "/1.0/instances/" + name
+	for {
+		ops, err := srv.GetOperations()
+		if err != nil {
+			return fmt.Errorf("list operations: %w", err)
+		}
+		busy := false
+		for _, op := range ops {
+			if op.StatusCode == api.Running && touches(op, want) {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// touches reports whether op names the resource path (LXD may add ?project=).
+func touches(op api.Operation, path string) bool {
+	for _, rs := range op.Resources {
+		for _, r := range rs {
+			if r == path || strings.HasPrefix(r, path+"?") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -54,35 +54,50 @@ var (
 	imageErr   error
 )
 
-// testImage imports the local lab's busybox image once per test binary under a
-// process-unique alias and returns the alias. The image is removed by the lxc
-// CLI at the end of TestMain's run only if the test created it; stray aliases
-// carry the tlxd- prefix.
+// testImage imports, once per test binary, a copy of the local lab's busybox image
+// whose metadata says it is the tests' (so its fingerprint differs from the lab's and
+// the lab's teardown can never delete it), under the alias tlxd-busybox, and returns
+// the alias.
 func testImage(t *testing.T) string {
 	t.Helper()
-	imageOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		out, err := exec.Command("bash", filepath.Join(root, "scripts", "busybox-image.sh")).CombinedOutput()
-		if err != nil {
-			imageErr = fmt.Errorf("build busybox image: %v: %s", err, out)
-			return
-		}
-		tarball := filepath.Join(root, strings.TrimSpace(string(out)))
-		imageAlias = testPrefix + "busybox"
-		// An alias left by an earlier run points at the same bytes; keep it.
-		if exec.Command("lxc", "image", "show", imageAlias).Run() == nil {
-			return
-		}
-		if out, err := exec.Command("lxc", "image", "import", tarball, "--alias", imageAlias).CombinedOutput(); err != nil &&
-			!strings.Contains(string(out), "already exists") {
-			imageErr = fmt.Errorf("import busybox image: %v: %s", err, out)
-		}
-	})
+	imageOnce.Do(func() { imageAlias, imageErr = importTestImage() })
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
 	return imageAlias
+}
+
+func importTestImage() (string, error) {
+	const alias = testPrefix + "busybox"
+	if exec.Command("lxc", "image", "show", alias).Run() == nil {
+		return alias, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out, err := exec.Command("bash", filepath.Join(root, "scripts", "busybox-image.sh")).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build busybox image: %v: %s", err, out)
+	}
+	dir, err := os.MkdirTemp("", "tlxd-image-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	script := `set -e
+cd "$1"
+tar -xzf "$2"
+sed -i 's/^  description: .*/  description: busybox (flow tasks\/lxd tests)/' metadata.yaml
+tar -czf test.tar.gz metadata.yaml rootfs
+lxc image import test.tar.gz --alias "$3" >/dev/null 2>&1 || {
+  fp=$(sha256sum test.tar.gz | cut -d' ' -f1)
+  lxc image alias create "$3" "$fp"
+}`
+	tarball := filepath.Join(root, strings.TrimSpace(string(out)))
+	if out, err := exec.Command("sh", "-c", script, "sh", dir, tarball, alias).CombinedOutput(); err != nil &&
+		exec.Command("lxc", "image", "show", alias).Run() != nil {
+		return "", fmt.Errorf("import test image: %v: %s", err, out)
+	}
+	return alias, nil
 }
 
 // testEnv returns an Env whose output is collected in the returned buffer.
