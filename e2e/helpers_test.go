@@ -240,6 +240,10 @@ func runFlow(t *testing.T, tag, dir string, timeout time.Duration, args ...strin
 	t.Helper()
 	p := start(t, tag, dir, args...)
 	if !p.wait(timeout) {
+		// SIGQUIT makes the Go runtime print every goroutine's stack to stderr,
+		// which says where a hung flow is stuck.
+		_ = syscall.Kill(p.pid(), syscall.SIGQUIT)
+		p.wait(3 * time.Second)
 		p.killGroup()
 		<-p.done
 		t.Fatalf("flow %s did not finish within %s\n%s", strings.Join(args, " "), timeout, p.describe())

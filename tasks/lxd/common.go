@@ -45,9 +45,10 @@ func waitOp(ctx context.Context, remote map[string]string, op lxdclient.Operatio
 	return ctx.Err()
 }
 
-// settleInstance waits until no running LXD operation touches the instance. A run
-// that was killed leaves its last request running in the daemon (a create, a
-// device update); the re-run must see that request's result, not race with it.
+// settleInstance waits until no running LXD background operation touches the
+// instance. A run that was killed leaves its last request running in the daemon
+// (a create, a device update); the re-run must see that request's result, not
+// race with it.
 func settleInstance(ctx context.Context, srv lxdclient.InstanceServer, name string) error {
 	want := "/1.0/instances/" + name
 	for {
@@ -57,7 +58,9 @@ func settleInstance(ctx context.Context, srv lxdclient.InstanceServer, name stri
 		}
 		busy := false
 		for _, op := range ops {
-			if op.StatusCode == api.Running && touches(op, want) {
+			// Only background tasks (create, start, update, delete): exec and file
+			// sessions of other tasks may run on the same instance for long.
+			if op.Class == api.OperationClassTask && op.StatusCode == api.Running && touches(op, want) {
 				busy = true
 				break
 			}
