@@ -18,7 +18,7 @@ type Delete struct {
 	Remote    map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
 	Instances []string          `hcl:"instances,optional" doc:"Instances to delete; running ones are stopped first."`
 	Profiles  []string          `hcl:"profiles,optional" doc:"Profiles to delete, after the instances (LXD refuses to delete a profile in use)."`
-	Images    []string          `hcl:"images,optional" doc:"Image aliases whose images are deleted, with the aliases."`
+	Images    []string          `hcl:"images,optional" doc:"Image aliases whose images are deleted, with the aliases; an image that other aliases also name is kept and only the alias is deleted."`
 	Force     *bool             `hcl:"force,optional" doc:"Stop running instances before deleting them; default true. With false, a running instance fails the task."`
 }
 
@@ -130,7 +130,9 @@ func deleteProfile(_ context.Context, srv lxdclient.InstanceServer, name string)
 	return err == nil, err
 }
 
-// deleteImage deletes the image an alias points at; LXD drops its aliases.
+// deleteImage deletes the image an alias points at, with its aliases. An image
+// that other aliases also name is kept and only this alias goes: it is in use
+// by something this flow did not create.
 func (d *Delete) deleteImage(ctx context.Context, srv lxdclient.InstanceServer, alias string) (bool, error) {
 	entry, _, err := srv.GetImageAlias(alias)
 	if isNotFound(err) {
@@ -138,6 +140,16 @@ func (d *Delete) deleteImage(ctx context.Context, srv lxdclient.InstanceServer, 
 	}
 	if err != nil {
 		return false, fmt.Errorf("get alias: %w", err)
+	}
+	img, _, err := srv.GetImage(entry.Target)
+	if err != nil && !isNotFound(err) {
+		return false, fmt.Errorf("get image %s: %w", shortFingerprint(entry.Target), err)
+	}
+	if img != nil && len(img.Aliases) > 1 {
+		if err := srv.DeleteImageAlias(alias); err != nil && !isNotFound(err) {
+			return false, fmt.Errorf("delete alias: %w", err)
+		}
+		return true, nil
 	}
 	op, err := srv.DeleteImage(entry.Target)
 	if err == nil {

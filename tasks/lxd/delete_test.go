@@ -81,3 +81,25 @@ func listStrings(v cty.Value) []string {
 	}
 	return out
 }
+
+// An image that another alias also names is not this flow's to delete: only the
+// listed alias goes.
+func TestDeleteKeepsAnImageOtherAliasesName(t *testing.T) {
+	alias, other := testName("delimg"), testName("delimg")
+	files := testImageFiles(t, alias, false)
+	fingerprint := sha256Files(t, files...)
+	deleteImageAtCleanup(t, fingerprint)
+	lxc(t, "image", "import", files[0], "--alias", alias)
+	lxc(t, "image", "alias", "create", other, fingerprint)
+
+	out, _ := mustValidateAndRun(t, &Delete{Images: []string{alias}})
+	if got := listStrings(out["deleted"]); !slices.Equal(got, []string{"image/" + alias}) {
+		t.Errorf("deleted = %q", got)
+	}
+	if exec.Command("lxc", "image", "info", alias).Run() == nil {
+		t.Errorf("alias %s still exists", alias)
+	}
+	if exec.Command("lxc", "image", "info", other).Run() != nil {
+		t.Errorf("the image named by %s was deleted with %s", other, alias)
+	}
+}
