@@ -71,6 +71,8 @@ func (c *CLI) printOutputs(outs map[string]cty.Value) {
 		text := "(sensitive)"
 		if !v.ContainsMarked() {
 			text = strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
+			// Nested lines keep their place under the name.
+			text = strings.ReplaceAll(text, "\n", "\n  ")
 		}
 		fmt.Fprintf(c.stdout, "  %s = %s\n", n, text)
 	}
