@@ -93,7 +93,9 @@ task "image_build" "app" {
 
 task "image_export" "app" {
   for_each = local.with_flow
-  image    = image_build.app[each.key].reference
+  # The tag names the image in the archive (what the runtime imports it as); the
+  # digest pins exactly the image just built.
+  image    = "${local.ref}@${image_build.app[each.key].digest}"
   path     = local.tarball
   insecure = var.insecure_registry
 }

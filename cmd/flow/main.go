@@ -8,6 +8,7 @@ import (
 	"github.com/flowdev/flow/cmd/flow/cli"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
+	"github.com/flowdev/flow/tasks/image"
 	"github.com/flowdev/flow/tasks/lxd"
 	"github.com/flowdev/flow/tasks/wait"
 )
@@ -33,6 +34,7 @@ func registry() (*tasks.Registry, error) {
 	reg := tasks.NewRegistry()
 	for _, register := range []func(*tasks.Registry) error{
 		exec.Register,
+		image.Register,
 		lxd.Register,
 		wait.Register,
 	} {

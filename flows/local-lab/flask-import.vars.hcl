@@ -5,4 +5,4 @@
 base_image          = "127.0.0.1:32000/python:3.11-slim"
 vendor_requirements = false
 registry            = "127.0.0.1:32000"
-import_script       = "tar -xOf /root/flask-demo.tar manifest.json"
+import_script       = "tar -xOf /root/flask-demo.tar manifest.json | grep -o '\"RepoTags\":\\[[^]]*flask-demo[^]]*\\]'"

@@ -1,0 +1,131 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// retryPolicy says how often and how long to wait before repeating a registry
+// request that failed transiently. go-containerregistry's own retry transport
+// (v0.22.1) ignores Retry-After and sleeps without watching the context, so this
+// one replaces it.
+type retryPolicy struct {
+	attempts int           // tries in all, the first included
+	base     time.Duration // wait before the second try; doubled for each further one
+	maxWait  time.Duration // cap on any single wait, including a Retry-After
+}
+
+// defaultRetry waits 0.25, 0.5, 1, 2 and 4 s, or longer when the registry's
+// Retry-After asks for it: about 8 s of backoff before giving up on a registry.
+var defaultRetry = retryPolicy{attempts: 6, base: 250 * time.Millisecond, maxWait: time.Minute}
+
+// retryStatus are the answers worth repeating: the registry is busy or broken
+// for a moment, not refusing this request for good.
+var retryStatus = map[int]bool{
+	http.StatusRequestTimeout:      true,
+	http.StatusTooManyRequests:     true,
+	http.StatusInternalServerError: true,
+	http.StatusBadGateway:          true,
+	http.StatusServiceUnavailable:  true,
+	http.StatusGatewayTimeout:      true,
+}
+
+// retryTransport repeats requests that got a retryStatus answer or a transient
+// network error, if their body can be replayed. Blob uploads stream their body
+// once; go-containerregistry restarts those whole uploads itself.
+type retryTransport struct {
+	inner  http.RoundTripper
+	policy retryPolicy
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	for attempt := 1; ; attempt++ {
+		resp, err := t.inner.RoundTrip(req)
+		if !replayable || attempt >= t.policy.attempts || !transient(req.Context(), resp, err) {
+			return resp, err
+		}
+		wait := t.policy.backoff(attempt)
+		if resp != nil {
+			wait = max(wait, retryAfter(resp.Header.Get("Retry-After"), time.Now()))
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		if err := sleep(req.Context(), min(wait, t.policy.maxWait)); err != nil {
+			return nil, err
+		}
+		if req, err = rewind(req); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// backoff is the wait after the given failed attempt (counting from 1).
+func (p retryPolicy) backoff(attempt int) time.Duration {
+	return p.base << min(attempt-1, 16)
+}
+
+// transient reports whether a request that got resp or err may succeed when
+// repeated. A refused connection is not: nothing listens there, and saying so at
+// once beats saying so after seconds of backoff.
+func transient(ctx context.Context, resp *http.Response, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if err == nil {
+		return retryStatus[resp.StatusCode]
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var nerr net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || (errors.As(err, &nerr) && nerr.Timeout())
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date) into a wait;
+// zero if absent or unparseable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(secs, 0)) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0)
+	}
+	return 0
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// rewind returns req ready to be sent again: a shallow copy with a fresh body.
+func rewind(req *http.Request) (*http.Request, error) {
+	if req.GetBody == nil {
+		return req, nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	again := req.Clone(req.Context())
+	again.Body = body
+	return again, nil
+}
