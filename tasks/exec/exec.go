@@ -7,9 +7,7 @@
 package exec
 
 import (
-	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
@@ -57,22 +55,7 @@ normally are not stopped.`,
 // Validate checks that exactly one of command and script is set, the command names a
 // program, and env names are usable.
 func (e *Exec) Validate() error {
-	switch {
-	case e.Command != nil && e.Script != "":
-		return &tasks.AttrError{Attr: "script", Err: errors.New("command and script are mutually exclusive; set only one")}
-	case e.Command == nil && e.Script == "":
-		return &tasks.AttrError{Attr: "command", Err: errors.New("one of command or script is required")}
-	case e.Command != nil && len(e.Command) == 0:
-		return &tasks.AttrError{Attr: "command", Err: errors.New("must not be empty")}
-	case e.Command != nil && e.Command[0] == "":
-		return &tasks.AttrError{Attr: "command", Err: errors.New("first element (the program) must not be empty")}
-	}
-	for name := range e.Env {
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return &tasks.AttrError{Attr: "env", Err: errors.New("variable names must be non-empty and contain no '=' or NUL")}
-		}
-	}
-	return nil
+	return tasks.ValidateCommand(e.Command, e.Script, e.Env)
 }
 
 // what names the command in messages: `command "go"` or `script`.

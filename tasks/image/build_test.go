@@ -258,7 +258,7 @@ func layerDigests(t *testing.T, img v1.Image) []v1.Hash {
 }
 
 func TestBuildMissingSource(t *testing.T) {
-	_, _, err := tryRun(t.Context(), &Build{Layers: []map[string]string{{"source": "/no/such/file", "destination": "/x"}}, Tarball: filepath.Join(t.TempDir(), "x.tar"), Tag: "x:y"})
+	_, _, err := tryRun(t.Context(), t, &Build{Layers: []map[string]string{{"source": "/no/such/file", "destination": "/x"}}, Tarball: filepath.Join(t.TempDir(), "x.tar"), Tag: "x:y"})
 	if err == nil || !strings.Contains(err.Error(), `layer "/no/such/file"`) || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error = %v, want it to name the missing source", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -36,7 +37,7 @@ func startDistribution(t *testing.T) *testRegistry {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(dockerRegistry, "serve", cfgPath)
-	var logs syncBuffer // it logs every 404 as an error: shown only when the test fails
+	var logs taskstest.Buffer // it logs every 404 as an error: shown only when the test fails
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

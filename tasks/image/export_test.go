@@ -112,7 +112,7 @@ func TestExportErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		path := filepath.Join(t.TempDir(), "x.tar")
-		_, _, err := tryRun(t.Context(), &Export{Image: tt.image, Path: path, Platform: tt.platform})
+		_, _, err := tryRun(t.Context(), t, &Export{Image: tt.image, Path: path, Platform: tt.platform})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("export %s: error %v\nwant it to contain %q", tt.image, err, tt.want)
 		}

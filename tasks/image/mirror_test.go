@@ -293,7 +293,7 @@ func TestMirrorErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			_, log, err := tryRun(context.Background(), &Mirror{Images: listValue(tt.images), Registry: tt.registry})
+			_, log, err := tryRun(context.Background(), t, &Mirror{Images: listValue(tt.images), Registry: tt.registry})
 			if err == nil {
 				t.Fatalf("Run succeeded, want an error\n%s", log)
 			}
@@ -329,7 +329,7 @@ func TestMirrorCancel(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := tryRun(ctx, &Mirror{Images: listValue([]string{strings.TrimPrefix(srv.URL, "http://") + "/slow/img:v1"}), Registry: dst.host})
+		_, _, err := tryRun(ctx, t, &Mirror{Images: listValue([]string{strings.TrimPrefix(srv.URL, "http://") + "/slow/img:v1"}), Registry: dst.host})
 		done <- err
 	}()
 	select {

@@ -1,14 +1,11 @@
 package image
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/flowdev/flow/tasks"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -28,55 +25,11 @@ func TestRegister(t *testing.T) {
 			t.Errorf("type %q not registered", typeName)
 			continue
 		}
-		if typ.Summary == "" || typ.Doc == "" || typ.Example == "" {
-			t.Errorf("%s: Summary, Doc and Example must be set", typeName)
-		}
-		if len(typ.Outputs) != len(outputs) {
-			t.Errorf("%s: %d outputs, want %d", typeName, len(typ.Outputs), len(outputs))
-		}
-		for _, o := range typ.Outputs {
-			if want, ok := outputs[o.Name]; !ok || !o.Type.Equals(want) || o.Doc == "" {
-				t.Errorf("%s output %q: type %s, doc %q", typeName, o.Name, o.Type.FriendlyName(), o.Doc)
-			}
-		}
-		attrs, err := tasks.Attributes(typ.New())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range attrs {
-			if a.Doc == "" {
-				t.Errorf("%s attribute %q has no doc", typeName, a.Name)
-			}
-		}
+		taskstest.CheckType(t, *typ, outputs)
+		taskstest.CheckExample(t, *typ, nil)
 	}
 	if err := Register(r); err == nil {
 		t.Error("second Register succeeded, want a duplicate error")
-	}
-}
-
-// Each example is one task block that decodes into a valid task.
-func TestExamplesDecode(t *testing.T) {
-	r := tasks.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	for _, typeName := range r.Names() {
-		typ, _ := r.Lookup(typeName)
-		f, diags := hclsyntax.ParseConfig([]byte(typ.Example), typeName+".hcl", hcl.InitialPos)
-		if diags.HasErrors() {
-			t.Fatalf("%s: parse example: %v", typeName, diags)
-		}
-		blocks := f.Body.(*hclsyntax.Body).Blocks
-		if len(blocks) != 1 || blocks[0].Type != "task" || len(blocks[0].Labels) != 2 || blocks[0].Labels[0] != typeName {
-			t.Fatalf("%s: example is not one task %q block:\n%s", typeName, typeName, typ.Example)
-		}
-		task := typ.New()
-		if diags := gohcl.DecodeBody(blocks[0].Body, nil, task); diags.HasErrors() {
-			t.Fatalf("%s: decode example: %v", typeName, diags)
-		}
-		if err := task.Validate(); err != nil {
-			t.Errorf("%s: example does not validate: %v", typeName, err)
-		}
 	}
 }
 
@@ -88,50 +41,25 @@ func list(s ...string) cty.Value {
 	return cty.TupleVal(vals)
 }
 
-func assertAttrError(t *testing.T, err error, attr, msg string) {
-	t.Helper()
-	if attr == "" {
-		if err != nil {
-			t.Fatalf("Validate() = %v, want nil", err)
-		}
-		return
-	}
-	var ae *tasks.AttrError
-	if !errors.As(err, &ae) {
-		t.Fatalf("Validate() = %v, want *tasks.AttrError on %q", err, attr)
-	}
-	if ae.Attr != attr || !strings.Contains(ae.Err.Error(), msg) {
-		t.Errorf("Validate() = %q on %q, want %q on %q", ae.Err, ae.Attr, msg, attr)
-	}
-}
-
 func TestMirrorValidate(t *testing.T) {
 	ok := list("docker.io/karmada/karmada-scheduler:v1.13.0")
-	tests := []struct {
-		name     string
-		m        Mirror
-		wantAttr string
-		wantMsg  string
-	}{
-		{"list", Mirror{Images: ok, Registry: "localhost:32000"}, "", ""},
-		{"map", Mirror{Images: cty.MapVal(map[string]cty.Value{"alpine:3.21": cty.StringVal("tools/alpine")}), Registry: "localhost:32000"}, "", ""},
-		{"everything", Mirror{Images: ok, Registry: "localhost:32000", Naming: "flatten", Prefix: "a/b", Platforms: []string{"linux/arm/v7"}, Insecure: true, Parallelism: 8}, "", ""},
-		{"no images", Mirror{Registry: "localhost:32000"}, "images", "required"},
-		{"empty list", Mirror{Images: cty.EmptyTupleVal, Registry: "localhost:32000"}, "images", "at least one"},
-		{"numbers", Mirror{Images: cty.NumberIntVal(3), Registry: "localhost:32000"}, "images", "want a list"},
-		{"bad source", Mirror{Images: list("UPPER/case:v1"), Registry: "localhost:32000"}, "images", `source "UPPER/case:v1"`},
-		{"empty source", Mirror{Images: list(""), Registry: "localhost:32000"}, "images", "must not be empty"},
-		{"same target", Mirror{Images: list("a.io/x/app:v1", "b.io/y/app:v1"), Registry: "localhost:32000", Naming: "flatten"}, "images", "both go to localhost:32000/app:v1"},
-		{"no registry", Mirror{Images: ok}, "registry", "not a registry"},
-		{"registry with path", Mirror{Images: ok, Registry: "localhost:32000/karmada"}, "registry", "put repository paths in prefix"},
-		{"naming", Mirror{Images: ok, Registry: "localhost:32000", Naming: "short"}, "naming", "keep, flatten"},
-		{"prefix", Mirror{Images: ok, Registry: "localhost:32000", Prefix: "/karmada"}, "prefix", "must not start or end with /"},
-		{"platform", Mirror{Images: ok, Registry: "localhost:32000", Platforms: []string{"amd64"}}, "platforms", "os/arch"},
-		{"parallelism", Mirror{Images: ok, Registry: "localhost:32000", Parallelism: -1}, "parallelism", "at least 1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { assertAttrError(t, tt.m.Validate(), tt.wantAttr, tt.wantMsg) })
-	}
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "list", Task: &Mirror{Images: ok, Registry: "localhost:32000"}},
+		{Name: "map", Task: &Mirror{Images: cty.MapVal(map[string]cty.Value{"alpine:3.21": cty.StringVal("tools/alpine")}), Registry: "localhost:32000"}},
+		{Name: "everything", Task: &Mirror{Images: ok, Registry: "localhost:32000", Naming: "flatten", Prefix: "a/b", Platforms: []string{"linux/arm/v7"}, Insecure: true, Parallelism: 8}},
+		{Name: "no images", Task: &Mirror{Registry: "localhost:32000"}, Attr: "images", Msg: "required"},
+		{Name: "empty list", Task: &Mirror{Images: cty.EmptyTupleVal, Registry: "localhost:32000"}, Attr: "images", Msg: "at least one"},
+		{Name: "numbers", Task: &Mirror{Images: cty.NumberIntVal(3), Registry: "localhost:32000"}, Attr: "images", Msg: "want a list"},
+		{Name: "bad source", Task: &Mirror{Images: list("UPPER/case:v1"), Registry: "localhost:32000"}, Attr: "images", Msg: `source "UPPER/case:v1"`},
+		{Name: "empty source", Task: &Mirror{Images: list(""), Registry: "localhost:32000"}, Attr: "images", Msg: "must not be empty"},
+		{Name: "same target", Task: &Mirror{Images: list("a.io/x/app:v1", "b.io/y/app:v1"), Registry: "localhost:32000", Naming: "flatten"}, Attr: "images", Msg: "both go to localhost:32000/app:v1"},
+		{Name: "no registry", Task: &Mirror{Images: ok}, Attr: "registry", Msg: "not a registry"},
+		{Name: "registry with path", Task: &Mirror{Images: ok, Registry: "localhost:32000/karmada"}, Attr: "registry", Msg: "put repository paths in prefix"},
+		{Name: "naming", Task: &Mirror{Images: ok, Registry: "localhost:32000", Naming: "short"}, Attr: "naming", Msg: "keep, flatten"},
+		{Name: "prefix", Task: &Mirror{Images: ok, Registry: "localhost:32000", Prefix: "/karmada"}, Attr: "prefix", Msg: "must not start or end with /"},
+		{Name: "platform", Task: &Mirror{Images: ok, Registry: "localhost:32000", Platforms: []string{"amd64"}}, Attr: "platforms", Msg: "os/arch"},
+		{Name: "parallelism", Task: &Mirror{Images: ok, Registry: "localhost:32000", Parallelism: -1}, Attr: "parallelism", Msg: "at least 1"},
+	})
 }
 
 // The target naming, including karmadactl's flat layout
@@ -170,47 +98,31 @@ func TestMirrorNaming(t *testing.T) {
 
 func TestBuildValidate(t *testing.T) {
 	layer := map[string]string{"source": "bin/app", "destination": "/app"}
-	tests := []struct {
-		name     string
-		b        Build
-		wantAttr string
-		wantMsg  string
-	}{
-		{"tarball", Build{Tarball: "x.tar", Tag: "app:dev"}, "", ""},
-		{"push", Build{Push: "localhost:32000/app:dev", Layers: []map[string]string{layer}, ExposedPorts: []string{"80", "53/udp"}}, "", ""},
-		{"nowhere", Build{}, "push", "set push, tarball or both"},
-		{"tarball without name", Build{Tarball: "x.tar"}, "tag", "needs a tag"},
-		{"bad push", Build{Push: "Bad:ref"}, "push", "tag reference"},
-		{"bad base", Build{Base: "UP:x", Push: "a/b:c"}, "base", ""},
-		{"layer without destination", Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x"}}}, "layers", "element 0: source and destination are required"},
-		{"relative destination", Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "app"}}}, "layers", "absolute"},
-		{"bad mode", Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/x", "mode": "rwx"}}}, "layers", "octal"},
-		{"unknown key", Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/x", "owner": "1"}}}, "layers", `unknown key "owner"`},
-		{"port", Build{Push: "a/b:c", ExposedPorts: []string{"http"}}, "exposed_ports", "1 to 65535"},
-		{"protocol", Build{Push: "a/b:c", ExposedPorts: []string{"80/quic"}}, "exposed_ports", "tcp, udp or sctp"},
-		{"workdir", Build{Push: "a/b:c", Workdir: "app"}, "workdir", "absolute"},
-		{"env", Build{Push: "a/b:c", Env: map[string]string{"A=B": "1"}}, "env", "'='"},
-		{"platform", Build{Push: "a/b:c", Platform: "linux"}, "platform", "os/arch"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { assertAttrError(t, tt.b.Validate(), tt.wantAttr, tt.wantMsg) })
-	}
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "tarball", Task: &Build{Tarball: "x.tar", Tag: "app:dev"}},
+		{Name: "push", Task: &Build{Push: "localhost:32000/app:dev", Layers: []map[string]string{layer}, ExposedPorts: []string{"80", "53/udp"}}},
+		{Name: "nowhere", Task: &Build{}, Attr: "push", Msg: "set push, tarball or both"},
+		{Name: "tarball without name", Task: &Build{Tarball: "x.tar"}, Attr: "tag", Msg: "needs a tag"},
+		{Name: "bad push", Task: &Build{Push: "Bad:ref"}, Attr: "push", Msg: "tag reference"},
+		{Name: "bad base", Task: &Build{Base: "UP:x", Push: "a/b:c"}, Attr: "base", Msg: ""},
+		{Name: "layer without destination", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x"}}}, Attr: "layers", Msg: "element 0: source and destination are required"},
+		{Name: "relative destination", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "app"}}}, Attr: "layers", Msg: "absolute"},
+		{Name: "bad mode", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/x", "mode": "rwx"}}}, Attr: "layers", Msg: "octal"},
+		{Name: "unknown key", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/x", "owner": "1"}}}, Attr: "layers", Msg: `unknown key "owner"`},
+		{Name: "port", Task: &Build{Push: "a/b:c", ExposedPorts: []string{"http"}}, Attr: "exposed_ports", Msg: "1 to 65535"},
+		{Name: "protocol", Task: &Build{Push: "a/b:c", ExposedPorts: []string{"80/quic"}}, Attr: "exposed_ports", Msg: "tcp, udp or sctp"},
+		{Name: "workdir", Task: &Build{Push: "a/b:c", Workdir: "app"}, Attr: "workdir", Msg: "absolute"},
+		{Name: "env", Task: &Build{Push: "a/b:c", Env: map[string]string{"A=B": "1"}}, Attr: "env", Msg: "'='"},
+		{Name: "platform", Task: &Build{Push: "a/b:c", Platform: "linux"}, Attr: "platform", Msg: "os/arch"},
+	})
 }
 
 func TestExportValidate(t *testing.T) {
-	tests := []struct {
-		name     string
-		e        Export
-		wantAttr string
-		wantMsg  string
-	}{
-		{"ok", Export{Image: "localhost:32000/app:v1", Path: "app.tar"}, "", ""},
-		{"bad image", Export{Image: "", Path: "app.tar"}, "image", ""},
-		{"no path", Export{Image: "app:v1"}, "path", "must name a file"},
-		{"dir path", Export{Image: "app:v1", Path: "out/"}, "path", "must name a file"},
-		{"platform", Export{Image: "app:v1", Path: "a.tar", Platform: "x"}, "platform", "os/arch"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { assertAttrError(t, tt.e.Validate(), tt.wantAttr, tt.wantMsg) })
-	}
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "ok", Task: &Export{Image: "localhost:32000/app:v1", Path: "app.tar"}},
+		{Name: "bad image", Task: &Export{Image: "", Path: "app.tar"}, Attr: "image", Msg: ""},
+		{Name: "no path", Task: &Export{Image: "app:v1"}, Attr: "path", Msg: "must name a file"},
+		{Name: "dir path", Task: &Export{Image: "app:v1", Path: "out/"}, Attr: "path", Msg: "must name a file"},
+		{Name: "platform", Task: &Export{Image: "app:v1", Path: "a.tar", Platform: "x"}, Attr: "platform", Msg: "os/arch"},
+	})
 }

@@ -1,7 +1,6 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,7 +20,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/hashicorp/go-hclog"
 )
 
 // testRegistry is go-containerregistry's registry on a 127.0.0.1 listener,
@@ -204,43 +203,22 @@ func refusedAddr(t *testing.T) string {
 	return addr
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of one task.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testEnv(out io.Writer) *tasks.Env {
-	return &tasks.Env{Address: "image.test", Attempt: 1, Stdout: out, Stderr: out, Logger: hclog.NewNullLogger()}
-}
-
 // run validates and runs task, failing the test on an error.
 func run(t *testing.T, task tasks.Task) (tasks.Outputs, string) {
 	t.Helper()
-	out, log, err := tryRun(context.Background(), task)
+	out, log, err := tryRun(context.Background(), t, task)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, log)
 	}
 	return out, log
 }
 
-func tryRun(ctx context.Context, task tasks.Task) (tasks.Outputs, string, error) {
+// tryRun validates and runs task, returning its outputs, what it printed and its error.
+func tryRun(ctx context.Context, t *testing.T, task tasks.Task) (tasks.Outputs, string, error) {
 	if err := task.Validate(); err != nil {
 		return nil, "", err
 	}
-	var buf syncBuffer
-	out, err := task.Run(ctx, testEnv(&buf))
-	return out, buf.String(), err
+	env, printed := taskstest.NewEnv(t)
+	out, err := task.Run(ctx, env)
+	return out, printed.String(), err
 }

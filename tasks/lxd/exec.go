@@ -77,20 +77,8 @@ func (e *Exec) Validate() error {
 	if e.Instance == "" {
 		return &tasks.AttrError{Attr: "instance", Err: errors.New("must not be empty")}
 	}
-	switch {
-	case e.Command != nil && e.Script != "":
-		return &tasks.AttrError{Attr: "script", Err: errors.New("command and script are mutually exclusive; set only one")}
-	case e.Command == nil && e.Script == "":
-		return &tasks.AttrError{Attr: "command", Err: errors.New("one of command or script is required")}
-	case e.Command != nil && len(e.Command) == 0:
-		return &tasks.AttrError{Attr: "command", Err: errors.New("must not be empty")}
-	case e.Command != nil && e.Command[0] == "":
-		return &tasks.AttrError{Attr: "command", Err: errors.New("first element (the program) must not be empty")}
-	}
-	for name := range e.Env {
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return &tasks.AttrError{Attr: "env", Err: errors.New("variable names must be non-empty and contain no '=' or NUL")}
-		}
+	if err := tasks.ValidateCommand(e.Command, e.Script, e.Env); err != nil {
+		return err
 	}
 	if e.Cwd != "" && !strings.HasPrefix(e.Cwd, "/") {
 		return &tasks.AttrError{Attr: "cwd", Err: fmt.Errorf("%q must be an absolute path", e.Cwd)}

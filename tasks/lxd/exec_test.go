@@ -9,28 +9,30 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
 func TestExecValidate(t *testing.T) {
-	checkValidate(t, []validateCase{
-		{"command", &Exec{Instance: "m1", Command: []string{"ls"}}, "", ""},
-		{"script with everything", &Exec{Instance: "m1", Script: "true", Env: map[string]string{"A": "1"}, Cwd: "/tmp", User: 1000, Group: 1000, Stdin: "x", OkExitCodes: []int{3}}, "", ""},
-		{"bad remote", &Exec{Remote: map[string]string{"adress": "x"}, Instance: "m1", Script: "true"}, "remote", `unknown key "adress"`},
-		{"no instance", &Exec{Script: "true"}, "instance", "must not be empty"},
-		{"neither", &Exec{Instance: "m1"}, "command", "one of command or script is required"},
-		{"both", &Exec{Instance: "m1", Command: []string{"ls"}, Script: "ls"}, "script", "mutually exclusive"},
-		{"empty command", &Exec{Instance: "m1", Command: []string{}}, "command", "must not be empty"},
-		{"empty program", &Exec{Instance: "m1", Command: []string{""}}, "command", "the program"},
-		{"env name with =", &Exec{Instance: "m1", Script: "true", Env: map[string]string{"A=B": "1"}}, "env", "no '='"},
-		{"relative cwd", &Exec{Instance: "m1", Script: "true", Cwd: "tmp"}, "cwd", `"tmp" must be an absolute path`},
-		{"negative user", &Exec{Instance: "m1", Script: "true", User: -1}, "user", "not a valid numeric ID"},
-		{"huge group", &Exec{Instance: "m1", Script: "true", Group: 1 << 40}, "group", "not a valid numeric ID"},
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "command", Task: &Exec{Instance: "m1", Command: []string{"ls"}}},
+		{Name: "script with everything", Task: &Exec{Instance: "m1", Script: "true", Env: map[string]string{"A": "1"}, Cwd: "/tmp", User: 1000, Group: 1000, Stdin: "x", OkExitCodes: []int{3}}},
+		{Name: "bad remote", Task: &Exec{Remote: map[string]string{"adress": "x"}, Instance: "m1", Script: "true"}, Attr: "remote", Msg: `unknown key "adress"`},
+		{Name: "no instance", Task: &Exec{Script: "true"}, Attr: "instance", Msg: "must not be empty"},
+		{Name: "neither", Task: &Exec{Instance: "m1"}, Attr: "command", Msg: "one of command or script is required"},
+		{Name: "both", Task: &Exec{Instance: "m1", Command: []string{"ls"}, Script: "ls"}, Attr: "script", Msg: "mutually exclusive"},
+		{Name: "empty command", Task: &Exec{Instance: "m1", Command: []string{}}, Attr: "command", Msg: "must not be empty"},
+		{Name: "empty program", Task: &Exec{Instance: "m1", Command: []string{""}}, Attr: "command", Msg: "the program"},
+		{Name: "env name with =", Task: &Exec{Instance: "m1", Script: "true", Env: map[string]string{"A=B": "1"}}, Attr: "env", Msg: "no '='"},
+		{Name: "relative cwd", Task: &Exec{Instance: "m1", Script: "true", Cwd: "tmp"}, Attr: "cwd", Msg: `"tmp" must be an absolute path`},
+		{Name: "negative user", Task: &Exec{Instance: "m1", Script: "true", User: -1}, Attr: "user", Msg: "not a valid numeric ID"},
+		{Name: "huge group", Task: &Exec{Instance: "m1", Script: "true", Group: 1 << 40}, Attr: "group", Msg: "not a valid numeric ID"},
 	})
 }
 
 func TestExecType(t *testing.T) {
-	checkType(t, execType(), map[string]cty.Type{"exit_code": cty.Number, "stdout": cty.String, "stderr": cty.String})
+	taskstest.CheckType(t, execType(), map[string]cty.Type{"exit_code": cty.Number, "stdout": cty.String, "stderr": cty.String})
+	taskstest.CheckExample(t, execType(), exampleVars)
 }
 
 func TestExecRun(t *testing.T) {
@@ -60,7 +62,7 @@ func TestExecRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.exec.Instance = inst
-			out, printed, err := runTask(t, &tt.exec)
+			out, printed, err := validateAndRun(t, &tt.exec)
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("Run: %v\noutput:\n%s", err, printed)
 			}
@@ -87,7 +89,7 @@ func TestExecRun(t *testing.T) {
 
 func TestExecUnknownInstance(t *testing.T) {
 	name := testName("nosuch")
-	out, _, err := runTask(t, &Exec{Instance: name, Command: []string{"true"}})
+	out, _, err := validateAndRun(t, &Exec{Instance: name, Command: []string{"true"}})
 	if want := `exec in "` + name + `": instance not found`; err == nil || err.Error() != want {
 		t.Errorf("Run error = %v, want %q", err, want)
 	}
@@ -129,7 +131,7 @@ func (w *timedWriter) firstWith(s string) (time.Time, bool) {
 func TestExecStreamsOutput(t *testing.T) {
 	inst := launchTestInstance(t)
 	w := &timedWriter{}
-	env, _ := testEnv(t)
+	env, _ := taskstest.NewEnv(t)
 	env.Stdout = w
 	out, err := (&Exec{Instance: inst, Script: "echo first; sleep 2; echo second"}).Run(context.Background(), env)
 	done := time.Now()
@@ -194,7 +196,7 @@ func TestExecCancel(t *testing.T) {
 				defer cancel()
 				want = context.DeadlineExceeded
 			}
-			env, buf := testEnv(t)
+			env, buf := taskstest.NewEnv(t)
 			type result struct {
 				out tasks.Outputs
 				err error
@@ -236,7 +238,7 @@ func TestExecCancel(t *testing.T) {
 func TestExecAlreadyCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	env, _ := testEnv(t)
+	env, _ := taskstest.NewEnv(t)
 	out, err := (&Exec{Instance: "m1", Command: []string{"true"}}).Run(ctx, env)
 	if want := `exec in "m1": not started: context canceled`; !errors.Is(err, context.Canceled) || err.Error() != want {
 		t.Errorf("Run error = %v, want %q", err, want)

@@ -9,23 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
 func TestFilePullValidate(t *testing.T) {
-	checkValidate(t, []validateCase{
-		{"file", &FilePull{Instance: "m1", Source: "/etc/hosts", Destination: "hosts"}, "", ""},
-		{"tree with mode", &FilePull{Instance: "m1", Source: "/etc", Destination: "etc", Mode: "0644", Recursive: true}, "", ""},
-		{"bad remote", &FilePull{Remote: map[string]string{"socket": "/s", "address": "https://h:8443"}, Instance: "m1", Source: "/a", Destination: "a"}, "remote", "mutually exclusive"},
-		{"no instance", &FilePull{Source: "/a", Destination: "a"}, "instance", "must not be empty"},
-		{"relative source", &FilePull{Instance: "m1", Source: "etc/hosts", Destination: "a"}, "source", "must be an absolute path"},
-		{"no destination", &FilePull{Instance: "m1", Source: "/a"}, "destination", "must not be empty"},
-		{"bad mode", &FilePull{Instance: "m1", Source: "/a", Destination: "a", Mode: "rw"}, "mode", "not an octal file mode"},
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "file", Task: &FilePull{Instance: "m1", Source: "/etc/hosts", Destination: "hosts"}},
+		{Name: "tree with mode", Task: &FilePull{Instance: "m1", Source: "/etc", Destination: "etc", Mode: "0644", Recursive: true}},
+		{Name: "bad remote", Task: &FilePull{Remote: map[string]string{"socket": "/s", "address": "https://h:8443"}, Instance: "m1", Source: "/a", Destination: "a"}, Attr: "remote", Msg: "mutually exclusive"},
+		{Name: "no instance", Task: &FilePull{Source: "/a", Destination: "a"}, Attr: "instance", Msg: "must not be empty"},
+		{Name: "relative source", Task: &FilePull{Instance: "m1", Source: "etc/hosts", Destination: "a"}, Attr: "source", Msg: "must be an absolute path"},
+		{Name: "no destination", Task: &FilePull{Instance: "m1", Source: "/a"}, Attr: "destination", Msg: "must not be empty"},
+		{Name: "bad mode", Task: &FilePull{Instance: "m1", Source: "/a", Destination: "a", Mode: "rw"}, Attr: "mode", Msg: "not an octal file mode"},
 	})
 }
 
 func TestFilePullType(t *testing.T) {
-	checkType(t, filePullType(), map[string]cty.Type{"destination": cty.String, "sha256": cty.String})
+	taskstest.CheckType(t, filePullType(), map[string]cty.Type{"destination": cty.String, "sha256": cty.String})
+	taskstest.CheckExample(t, filePullType(), exampleVars)
 }
 
 func TestFilePullFollowsSymlinkAndWritesAtomically(t *testing.T) {
@@ -34,7 +36,7 @@ func TestFilePullFollowsSymlinkAndWritesAtomically(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	dest := filepath.Join(dir, "app.conf")
 	pull := &FilePull{Instance: inst, Source: "/etc/app.conf", Destination: dest}
-	out, printed := mustRun(t, pull)
+	out, printed := mustValidateAndRun(t, pull)
 	if got := outStr(t, out, "sha256"); got != sha256Hex("secret\n") {
 		t.Errorf("sha256 = %s", got)
 	}
@@ -52,13 +54,13 @@ func TestFilePullFollowsSymlinkAndWritesAtomically(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("destination directory holds %v, want only app.conf (no temporary files)", entries)
 	}
-	if _, printed := mustRun(t, pull); !strings.Contains(printed, dest+` from "`+inst+`" already present`) {
+	if _, printed := mustValidateAndRun(t, pull); !strings.Contains(printed, dest+` from "`+inst+`" already present`) {
 		t.Errorf("re-run output:\n%s", printed)
 	}
 
 	// A declared mode change rewrites the file.
 	pull.Mode = "0644"
-	mustRun(t, pull)
+	mustValidateAndRun(t, pull)
 	if fi, _ := os.Lstat(dest); fi.Mode() != 0o644 {
 		t.Errorf("mode after change = %v", fi.Mode())
 	}
@@ -84,7 +86,7 @@ func TestFilePullErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, _, err := runTask(t, &tt.pull)
+			out, _, err := validateAndRun(t, &tt.pull)
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("Run error = %v\nwant %s", err, tt.wantErr)
 			}
@@ -102,7 +104,7 @@ func TestFilePullCancelled(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	env, _ := testEnv(t)
+	env, _ := taskstest.NewEnv(t)
 	start := time.Now()
 	_, err := (&FilePull{Instance: inst, Source: "/big", Destination: filepath.Join(dir, "big")}).Run(ctx, env)
 	if took := time.Since(start); took > 2*time.Second {

@@ -11,30 +11,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
 func TestFilePushValidate(t *testing.T) {
 	text := "hi"
 	empty := ""
-	checkValidate(t, []validateCase{
-		{"source", &FilePush{Instance: "m1", Source: "app.tar", Destination: "/opt/app.tar"}, "", ""},
-		{"empty content", &FilePush{Instance: "m1", Content: &empty, Destination: "/etc/x", Mode: "0600", UID: 1, GID: 2, CreateDirs: true}, "", ""},
-		{"bad remote", &FilePush{Remote: map[string]string{"address": "http://x"}, Instance: "m1", Source: "a", Destination: "/a"}, "remote", "must start with https://"},
-		{"no instance", &FilePush{Source: "a", Destination: "/a"}, "instance", "must not be empty"},
-		{"neither", &FilePush{Instance: "m1", Destination: "/a"}, "source", "one of source or content is required"},
-		{"both", &FilePush{Instance: "m1", Source: "a", Content: &text, Destination: "/a"}, "content", "mutually exclusive"},
-		{"no destination", &FilePush{Instance: "m1", Source: "a"}, "destination", "must not be empty"},
-		{"relative destination", &FilePush{Instance: "m1", Source: "a", Destination: "opt/a"}, "destination", "must be an absolute path"},
-		{"root destination", &FilePush{Instance: "m1", Source: "a", Destination: "/."}, "destination", `must not be "/"`},
-		{"decimal mode", &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "644x"}, "mode", "not an octal file mode"},
-		{"mode too big", &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "17777"}, "mode", "not an octal file mode"},
-		{"negative uid", &FilePush{Instance: "m1", Source: "a", Destination: "/a", UID: -1}, "uid", "not a valid numeric ID"},
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "source", Task: &FilePush{Instance: "m1", Source: "app.tar", Destination: "/opt/app.tar"}},
+		{Name: "empty content", Task: &FilePush{Instance: "m1", Content: &empty, Destination: "/etc/x", Mode: "0600", UID: 1, GID: 2, CreateDirs: true}},
+		{Name: "bad remote", Task: &FilePush{Remote: map[string]string{"address": "http://x"}, Instance: "m1", Source: "a", Destination: "/a"}, Attr: "remote", Msg: "must start with https://"},
+		{Name: "no instance", Task: &FilePush{Source: "a", Destination: "/a"}, Attr: "instance", Msg: "must not be empty"},
+		{Name: "neither", Task: &FilePush{Instance: "m1", Destination: "/a"}, Attr: "source", Msg: "one of source or content is required"},
+		{Name: "both", Task: &FilePush{Instance: "m1", Source: "a", Content: &text, Destination: "/a"}, Attr: "content", Msg: "mutually exclusive"},
+		{Name: "no destination", Task: &FilePush{Instance: "m1", Source: "a"}, Attr: "destination", Msg: "must not be empty"},
+		{Name: "relative destination", Task: &FilePush{Instance: "m1", Source: "a", Destination: "opt/a"}, Attr: "destination", Msg: "must be an absolute path"},
+		{Name: "root destination", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/."}, Attr: "destination", Msg: `must not be "/"`},
+		{Name: "decimal mode", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "644x"}, Attr: "mode", Msg: "not an octal file mode"},
+		{Name: "mode too big", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "17777"}, Attr: "mode", Msg: "not an octal file mode"},
+		{Name: "negative uid", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", UID: -1}, Attr: "uid", Msg: "not a valid numeric ID"},
 	})
 }
 
 func TestFilePushType(t *testing.T) {
-	checkType(t, filePushType(), map[string]cty.Type{"destination": cty.String, "files": cty.Number, "sha256": cty.String})
+	taskstest.CheckType(t, filePushType(), map[string]cty.Type{"destination": cty.String, "files": cty.Number, "sha256": cty.String})
+	taskstest.CheckExample(t, filePushType(), exampleVars)
 }
 
 // writeTree creates files (by slash path; a value starting with "-> " makes a
@@ -96,7 +98,7 @@ func TestFilePushTreeThenPullRoundTrip(t *testing.T) {
 		sha256Hex("../a.txt") + "  sub/up\n")
 	push := &FilePush{Instance: inst, Source: local, Destination: "/srv/app/current/", Mode: "0640", UID: 1000, GID: 1001, CreateDirs: true}
 
-	out, printed := mustRun(t, push)
+	out, printed := mustValidateAndRun(t, push)
 	if got := outStr(t, out, "destination"); got != "/srv/app/current" {
 		t.Errorf("destination = %q", got)
 	}
@@ -131,7 +133,7 @@ func TestFilePushTreeThenPullRoundTrip(t *testing.T) {
 	}
 
 	// Unchanged: nothing is written.
-	out2, printed := mustRun(t, push)
+	out2, printed := mustValidateAndRun(t, push)
 	if !strings.Contains(printed, `/srv/app/current on "`+inst+`" already present`) || strings.Contains(printed, "pushed") {
 		t.Errorf("re-run output:\n%s", printed)
 	}
@@ -143,7 +145,7 @@ func TestFilePushTreeThenPullRoundTrip(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(local, "sub", "b.bin"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out3, printed := mustRun(t, push)
+	out3, printed := mustValidateAndRun(t, push)
 	if strings.Count(printed, "pushed") != 1 || !strings.Contains(printed, "pushed /srv/app/current/sub/b.bin (7 bytes)") {
 		t.Errorf("after a change, output:\n%s", printed)
 	}
@@ -154,7 +156,7 @@ func TestFilePushTreeThenPullRoundTrip(t *testing.T) {
 	// Pull it back: the same digest, the same bytes, the declared local modes.
 	dest := filepath.Join(t.TempDir(), "copy")
 	pull := &FilePull{Instance: inst, Source: "/srv/app/current", Destination: dest, Recursive: true}
-	pout, _ := mustRun(t, pull)
+	pout, _ := mustValidateAndRun(t, pull)
 	if got, want := outStr(t, pout, "sha256"), outStr(t, out3, "sha256"); got != want {
 		t.Errorf("pull sha256 = %s, push sha256 = %s", got, want)
 	}
@@ -180,7 +182,7 @@ func TestFilePushTreeThenPullRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	_, printed = mustRun(t, pull)
+	_, printed = mustValidateAndRun(t, pull)
 	if !strings.Contains(printed, "already present") || strings.Contains(printed, "pulled") {
 		t.Errorf("pull re-run output:\n%s", printed)
 	}
@@ -190,19 +192,19 @@ func TestFilePushContentModeAndOwnerChanges(t *testing.T) {
 	inst := launchTestInstance(t)
 	text := "key = value\n"
 	push := &FilePush{Instance: inst, Content: &text, Destination: "/etc/flow.conf", Mode: "0600"}
-	out, _ := mustRun(t, push)
+	out, _ := mustValidateAndRun(t, push)
 	if got := outStr(t, out, "sha256"); got != sha256Hex(text) || outNum(t, out, "files") != 1 {
 		t.Errorf("outputs = %v, want sha256 %s and 1 file", out, sha256Hex(text))
 	}
 	if got := statInside(t, inst, "/etc/flow.conf"); got != "600 0 0 regular file" {
 		t.Errorf("stat = %q", got)
 	}
-	if _, printed := mustRun(t, push); !strings.Contains(printed, "already present") {
+	if _, printed := mustValidateAndRun(t, push); !strings.Contains(printed, "already present") {
 		t.Errorf("re-run output:\n%s", printed)
 	}
 	// LXD keeps the mode of a file it overwrites; the task must not.
 	push.Mode, push.UID, push.GID = "0644", 7, 8
-	if _, printed := mustRun(t, push); !strings.Contains(printed, "pushed /etc/flow.conf") {
+	if _, printed := mustValidateAndRun(t, push); !strings.Contains(printed, "pushed /etc/flow.conf") {
 		t.Errorf("mode change output:\n%s", printed)
 	}
 	if got := statInside(t, inst, "/etc/flow.conf"); got != "644 7 8 regular file" {
@@ -210,7 +212,7 @@ func TestFilePushContentModeAndOwnerChanges(t *testing.T) {
 	}
 	changed := "key = other\n"
 	push.Content = &changed
-	mustRun(t, push)
+	mustValidateAndRun(t, push)
 	if got := inside(t, inst, "cat /etc/flow.conf"); got != "key = other" {
 		t.Errorf("content = %q", got)
 	}
@@ -226,7 +228,7 @@ func TestFilePushKeepsLocalMode(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho ran\n"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, &FilePush{Instance: inst, Source: script, Destination: "/usr/bin/run.sh"})
+	mustValidateAndRun(t, &FilePush{Instance: inst, Source: script, Destination: "/usr/bin/run.sh"})
 	if got := statInside(t, inst, "/usr/bin/run.sh"); got != "750 0 0 regular file" {
 		t.Errorf("stat = %q", got)
 	}
@@ -260,7 +262,7 @@ func TestFilePushErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, _, err := runTask(t, &tt.push)
+			out, _, err := validateAndRun(t, &tt.push)
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("Run error = %v\nwant %s", err, tt.wantErr)
 			}
@@ -286,7 +288,7 @@ func TestFilePushCancelled(t *testing.T) {
 	f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	env, _ := testEnv(t)
+	env, _ := taskstest.NewEnv(t)
 	start := time.Now()
 	_, err = (&FilePush{Instance: inst, Source: big, Destination: "/big"}).Run(ctx, env)
 	if took := time.Since(start); took > 2*time.Second {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -139,7 +140,7 @@ func TestLaunchCancelDuringWaitFor(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, buf := testEnv(t)
+	env, buf := taskstest.NewEnv(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Run(ctx, env)

@@ -1,7 +1,6 @@
 package lxd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,9 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/flowdev/flow/tasks"
-	"github.com/hashicorp/go-hclog"
 )
 
 // These tests talk to the real LXD daemon on this machine (make test starts it
@@ -98,35 +94,6 @@ lxc image import test.tar.gz --alias "$3" >/dev/null 2>&1 || {
 		return "", fmt.Errorf("import test image: %v: %s", err, out)
 	}
 	return alias, nil
-}
-
-// testEnv returns an Env whose output is collected in the returned buffer.
-func testEnv(t *testing.T) (*tasks.Env, *syncBuffer) {
-	buf := &syncBuffer{}
-	return &tasks.Env{
-		Address: "test." + t.Name(),
-		Attempt: 1,
-		Stdout:  buf,
-		Stderr:  buf,
-		Logger:  hclog.NewNullLogger(),
-	}, buf
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // lxc runs the lxc CLI for test setup and inspection; the code under test

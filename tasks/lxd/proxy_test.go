@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -21,31 +22,32 @@ func TestProxyDeviceValidate(t *testing.T) {
 		f(&p)
 		return &p
 	}
-	checkValidate(t, []validateCase{
-		{"tcp", with(func(p *ProxyDevice) {}), "", ""},
-		{"everything", with(func(p *ProxyDevice) {
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "tcp", Task: with(func(p *ProxyDevice) {})},
+		{Name: "everything", Task: with(func(p *ProxyDevice) {
 			p.Bind, p.NAT, p.Extra, p.Recreate = "host", true, map[string]string{"proxy_protocol": "true"}, true
-		}), "", ""},
-		{"instance side, unix", with(func(p *ProxyDevice) {
+		})},
+		{Name: "instance side, unix", Task: with(func(p *ProxyDevice) {
 			p.Bind, p.Listen, p.Connect = "instance", "unix:/run/docker.sock", "unix:/run/docker.sock"
-		}), "", ""},
-		{"ipv6", with(func(p *ProxyDevice) { p.Listen = "tcp:[::1]:80" }), "", ""},
-		{"bad remote", with(func(p *ProxyDevice) { p.Remote = map[string]string{"client_cert": "c"} }), "remote", "only used with address"},
-		{"no instance", with(func(p *ProxyDevice) { p.Instance = "" }), "instance", "must not be empty"},
-		{"no name", with(func(p *ProxyDevice) { p.Name = "" }), "name", "must not be empty"},
-		{"no protocol", with(func(p *ProxyDevice) { p.Listen = "127.0.0.1:80" }), "listen", `protocol "127.0.0.1" must be tcp, udp or unix`},
-		{"no port", with(func(p *ProxyDevice) { p.Listen = "tcp:127.0.0.1" }), "listen", "must give an address and a port"},
-		{"port range", with(func(p *ProxyDevice) { p.Listen = "tcp:127.0.0.1:80-90" }), "listen", "port ranges and lists are not supported"},
-		{"port zero", with(func(p *ProxyDevice) { p.Connect = "tcp:127.0.0.1:0" }), "connect", "from 1 to 65535"},
-		{"empty connect", with(func(p *ProxyDevice) { p.Connect = "" }), "connect", "must look like"},
-		{"bad bind", with(func(p *ProxyDevice) { p.Bind = "guest" }), "bind", `"guest" must be "host" or "instance"`},
-		{"nat with instance bind", with(func(p *ProxyDevice) { p.NAT, p.Bind = true, "instance" }), "nat", "needs bind \"host\""},
-		{"extra sets listen", with(func(p *ProxyDevice) { p.Extra = map[string]string{"listen": "x"} }), "extra", `key "listen"`},
+		})},
+		{Name: "ipv6", Task: with(func(p *ProxyDevice) { p.Listen = "tcp:[::1]:80" })},
+		{Name: "bad remote", Task: with(func(p *ProxyDevice) { p.Remote = map[string]string{"client_cert": "c"} }), Attr: "remote", Msg: "only used with address"},
+		{Name: "no instance", Task: with(func(p *ProxyDevice) { p.Instance = "" }), Attr: "instance", Msg: "must not be empty"},
+		{Name: "no name", Task: with(func(p *ProxyDevice) { p.Name = "" }), Attr: "name", Msg: "must not be empty"},
+		{Name: "no protocol", Task: with(func(p *ProxyDevice) { p.Listen = "127.0.0.1:80" }), Attr: "listen", Msg: `protocol "127.0.0.1" must be tcp, udp or unix`},
+		{Name: "no port", Task: with(func(p *ProxyDevice) { p.Listen = "tcp:127.0.0.1" }), Attr: "listen", Msg: "must give an address and a port"},
+		{Name: "port range", Task: with(func(p *ProxyDevice) { p.Listen = "tcp:127.0.0.1:80-90" }), Attr: "listen", Msg: "port ranges and lists are not supported"},
+		{Name: "port zero", Task: with(func(p *ProxyDevice) { p.Connect = "tcp:127.0.0.1:0" }), Attr: "connect", Msg: "from 1 to 65535"},
+		{Name: "empty connect", Task: with(func(p *ProxyDevice) { p.Connect = "" }), Attr: "connect", Msg: "must look like"},
+		{Name: "bad bind", Task: with(func(p *ProxyDevice) { p.Bind = "guest" }), Attr: "bind", Msg: `"guest" must be "host" or "instance"`},
+		{Name: "nat with instance bind", Task: with(func(p *ProxyDevice) { p.NAT, p.Bind = true, "instance" }), Attr: "nat", Msg: "needs bind \"host\""},
+		{Name: "extra sets listen", Task: with(func(p *ProxyDevice) { p.Extra = map[string]string{"listen": "x"} }), Attr: "extra", Msg: `key "listen"`},
 	})
 }
 
 func TestProxyDeviceType(t *testing.T) {
-	checkType(t, proxyDeviceType(), map[string]cty.Type{"address": cty.String, "port": cty.Number, "listen": cty.String})
+	taskstest.CheckType(t, proxyDeviceType(), map[string]cty.Type{"address": cty.String, "port": cty.Number, "listen": cty.String})
+	taskstest.CheckExample(t, proxyDeviceType(), exampleVars)
 }
 
 // freePort returns a loopback TCP port that nothing listens on right now.
@@ -87,7 +89,7 @@ func TestProxyDeviceCarriesTrafficThenAlreadyPresent(t *testing.T) {
 	listen := fmt.Sprintf("tcp:127.0.0.1:%d", port)
 	proxy := &ProxyDevice{Instance: inst, Name: "web", Listen: listen, Connect: "tcp:127.0.0.1:8080"}
 
-	out, printed := mustRun(t, proxy)
+	out, printed := mustValidateAndRun(t, proxy)
 	if !strings.Contains(printed, `added proxy "web" on "`+inst+`": `+listen+" -> tcp:127.0.0.1:8080") {
 		t.Errorf("output:\n%s", printed)
 	}
@@ -105,14 +107,14 @@ func TestProxyDeviceCarriesTrafficThenAlreadyPresent(t *testing.T) {
 	}
 
 	// Its own device holds the port: that is no conflict.
-	_, printed = mustRun(t, proxy)
+	_, printed = mustValidateAndRun(t, proxy)
 	if !strings.Contains(printed, `proxy "web" on "`+inst+`" already present`) || strings.Contains(printed, "added") {
 		t.Errorf("re-run output:\n%s", printed)
 	}
 	// A device added by the CLI without bind matches a declaration with the default.
 	lxc(t, "config", "device", "remove", inst, "web")
 	lxc(t, "config", "device", "add", inst, "web", "proxy", "listen="+listen, "connect=tcp:127.0.0.1:8080")
-	if _, printed := mustRun(t, proxy); !strings.Contains(printed, "already present") {
+	if _, printed := mustValidateAndRun(t, proxy); !strings.Contains(printed, "already present") {
 		t.Errorf("run after lxc config device add:\n%s", printed)
 	}
 }
@@ -123,13 +125,13 @@ func TestProxyDeviceDiffersFailsThenRecreateReplaces(t *testing.T) {
 	serveInside(t, inst, 8081, "second")
 	port := freePort(t)
 	proxy := &ProxyDevice{Instance: inst, Name: "web", Listen: fmt.Sprintf("tcp:127.0.0.1:%d", port), Connect: "tcp:127.0.0.1:8080"}
-	mustRun(t, proxy)
+	mustValidateAndRun(t, proxy)
 	if got := getThrough(t, port); got != "first" {
 		t.Fatalf("GET = %q", got)
 	}
 
 	proxy.Connect = "tcp:127.0.0.1:8081"
-	_, _, err := runTask(t, proxy)
+	_, _, err := validateAndRun(t, proxy)
 	want := `proxy "web" on "` + inst + `": exists but differs from the declaration: key "connect": device has "tcp:127.0.0.1:8080", declared "tcp:127.0.0.1:8081" (set recreate = true to replace it)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Run error = %v\nwant %s", err, want)
@@ -139,7 +141,7 @@ func TestProxyDeviceDiffersFailsThenRecreateReplaces(t *testing.T) {
 	}
 
 	proxy.Recreate = true
-	_, printed := mustRun(t, proxy)
+	_, printed := mustValidateAndRun(t, proxy)
 	if !strings.Contains(printed, `replaced proxy "web"`) {
 		t.Errorf("output:\n%s", printed)
 	}
@@ -156,7 +158,7 @@ func TestProxyDeviceBusyPort(t *testing.T) {
 	}
 	defer l.Close()
 	addr := l.Addr().String()
-	_, _, err = runTask(t, &ProxyDevice{Instance: inst, Name: "api", Listen: "tcp:" + addr, Connect: "tcp:127.0.0.1:8080"})
+	_, _, err = validateAndRun(t, &ProxyDevice{Instance: inst, Name: "api", Listen: "tcp:" + addr, Connect: "tcp:127.0.0.1:8080"})
 	want := `proxy "api" on "` + inst + `": listen address ` + addr + ` is already in use`
 	if err == nil || err.Error() != want {
 		t.Errorf("Run error = %v\nwant %s", err, want)
@@ -168,7 +170,7 @@ func TestProxyDeviceBusyPort(t *testing.T) {
 
 func TestProxyDeviceUnknownInstance(t *testing.T) {
 	name := testName("nosuch")
-	_, _, err := runTask(t, &ProxyDevice{Instance: name, Name: "api", Listen: fmt.Sprintf("tcp:127.0.0.1:%d", freePort(t)), Connect: "tcp:127.0.0.1:80"})
+	_, _, err := validateAndRun(t, &ProxyDevice{Instance: name, Name: "api", Listen: fmt.Sprintf("tcp:127.0.0.1:%d", freePort(t)), Connect: "tcp:127.0.0.1:80"})
 	if want := `proxy "api" on "` + name + `": instance not found`; err == nil || err.Error() != want {
 		t.Errorf("Run error = %v, want %q", err, want)
 	}
@@ -186,7 +188,7 @@ func TestProxyDeviceParallelOnOneInstance(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			env, _ := testEnv(t)
+			env, _ := taskstest.NewEnv(t)
 			p := &ProxyDevice{Instance: inst, Name: fmt.Sprintf("p%d", i), Listen: fmt.Sprintf("tcp:127.0.0.1:%d", port), Connect: "tcp:127.0.0.1:8080"}
 			_, errs[i] = p.Run(t.Context(), env)
 		}()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskstest"
 )
 
 // validateAndRun validates and runs task the way the engine does, with a generous
@@ -26,9 +27,9 @@ func validateAndRun(t *testing.T, task tasks.Task) (tasks.Outputs, string, error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	env, buf := testEnv(t)
+	env, printed := taskstest.NewEnv(t)
 	out, err := task.Run(ctx, env)
-	return out, buf.String(), err
+	return out, printed.String(), err
 }
 
 // mustValidateAndRun is validateAndRun for steps that must succeed.

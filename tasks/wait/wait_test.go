@@ -1,18 +1,13 @@
 package wait
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/flowdev/flow/tasks"
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -21,11 +16,9 @@ func boolPtr(b bool) *bool { return &b }
 // run runs w and returns its outputs, what it printed and its error.
 func run(ctx context.Context, t *testing.T, w *WaitReady) (tasks.Outputs, string, error) {
 	t.Helper()
-	var stdout bytes.Buffer // written only by Run's own goroutine, read after it returns
-	env := &tasks.Env{Address: "wait_ready.test", Attempt: 1, Stdout: &stdout, Stderr: io.Discard,
-		Logger: hclog.NewNullLogger()}
+	env, printed := taskstest.NewEnv(t)
 	out, err := w.Run(ctx, env)
-	return out, stdout.String(), err
+	return out, printed.String(), err
 }
 
 func outNumber(t *testing.T, out tasks.Outputs, name string) float64 {
@@ -48,76 +41,53 @@ func outString(t *testing.T, out tasks.Outputs, name string) string {
 }
 
 func TestValidate(t *testing.T) {
-	tcp := func(addr string) WaitReady { return WaitReady{Kind: "tcp", Address: addr} }
-	web := func(url string) WaitReady { return WaitReady{Kind: "http", URL: url} }
-	with := func(w WaitReady, f func(*WaitReady)) WaitReady { f(&w); return w }
-	tests := []struct {
-		name     string
-		wait     WaitReady
-		wantAttr string // "" means valid
-		wantMsg  string
-	}{
-		{"tcp", tcp("127.0.0.1:6443"), "", ""},
-		{"tcp ipv6 and durations", with(tcp("[::1]:80"), func(w *WaitReady) {
+	tcp := func(addr string) *WaitReady { return &WaitReady{Kind: "tcp", Address: addr} }
+	web := func(url string) *WaitReady { return &WaitReady{Kind: "http", URL: url} }
+	with := func(w *WaitReady, f func(*WaitReady)) *WaitReady { f(w); return w }
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "tcp", Task: tcp("127.0.0.1:6443")},
+		{Name: "tcp ipv6 and durations", Task: with(tcp("[::1]:80"), func(w *WaitReady) {
 			w.Interval, w.WaitTimeout, w.RequestTimeout = "250ms", "1h", "2s"
-		}), "", ""},
-		{"http", web("http://127.0.0.1:8080/healthz"), "", ""},
-		{"http with everything", with(web("HTTPS://user:pw@host.example:8443/readyz?verbose"), func(w *WaitReady) {
+		})},
+		{Name: "http", Task: web("http://127.0.0.1:8080/healthz")},
+		{Name: "http with everything", Task: with(web("HTTPS://user:pw@host.example:8443/readyz?verbose"), func(w *WaitReady) {
 			w.ExpectStatus, w.BodyMatch, w.Insecure, w.CAFile = []int{200, 204}, `^ok$`, boolPtr(false), "ca.pem"
 			w.Headers = map[string]string{"Authorization": "Bearer x", "Host": "api.example"}
-		}), "", ""},
-		{"insecure", with(web("https://h/"), func(w *WaitReady) { w.Insecure = boolPtr(true) }), "", ""},
+		})},
+		{Name: "insecure", Task: with(web("https://h/"), func(w *WaitReady) { w.Insecure = boolPtr(true) })},
 
-		{"no kind", WaitReady{}, "kind", `unknown kind ""; want one of "http", "tcp"`},
-		{"kubernetes kind not yet", WaitReady{Kind: "kube_api"}, "kind", `unknown kind "kube_api"`},
-		{"tcp without address", WaitReady{Kind: "tcp"}, "address", `required for kind "tcp"`},
-		{"http without url", WaitReady{Kind: "http"}, "url", `required for kind "http"`},
-		{"url with tcp", with(tcp("h:1"), func(w *WaitReady) { w.URL = "http://h/" }), "url", `not used by kind "tcp"`},
-		{"address with http", with(web("http://h/"), func(w *WaitReady) { w.Address = "h:1" }), "address", `not used by kind "http"`},
-		{"insecure=false with tcp", with(tcp("h:1"), func(w *WaitReady) { w.Insecure = boolPtr(false) }), "insecure", `not used by kind "tcp"`},
-		{"empty headers with tcp", with(tcp("h:1"), func(w *WaitReady) { w.Headers = map[string]string{} }), "headers", `not used by kind "tcp"`},
-		{"expect_status with tcp", with(tcp("h:1"), func(w *WaitReady) { w.ExpectStatus = []int{200} }), "expect_status", `not used`},
-		{"other kind's attribute before missing one", WaitReady{Kind: "tcp", BodyMatch: "x"}, "body_match", `not used`},
+		{Name: "no kind", Task: &WaitReady{}, Attr: "kind", Msg: `unknown kind ""; want one of "http", "tcp"`},
+		{Name: "kubernetes kind not yet", Task: &WaitReady{Kind: "kube_api"}, Attr: "kind", Msg: `unknown kind "kube_api"`},
+		{Name: "tcp without address", Task: &WaitReady{Kind: "tcp"}, Attr: "address", Msg: `required for kind "tcp"`},
+		{Name: "http without url", Task: &WaitReady{Kind: "http"}, Attr: "url", Msg: `required for kind "http"`},
+		{Name: "url with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.URL = "http://h/" }), Attr: "url", Msg: `not used by kind "tcp"`},
+		{Name: "address with http", Task: with(web("http://h/"), func(w *WaitReady) { w.Address = "h:1" }), Attr: "address", Msg: `not used by kind "http"`},
+		{Name: "insecure=false with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.Insecure = boolPtr(false) }), Attr: "insecure", Msg: `not used by kind "tcp"`},
+		{Name: "empty headers with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.Headers = map[string]string{} }), Attr: "headers", Msg: `not used by kind "tcp"`},
+		{Name: "expect_status with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.ExpectStatus = []int{200} }), Attr: "expect_status", Msg: `not used`},
+		{Name: "other kind's attribute before missing one", Task: &WaitReady{Kind: "tcp", BodyMatch: "x"}, Attr: "body_match", Msg: `not used`},
 
-		{"address without port", tcp("localhost"), "address", "want host:port: missing port in address"},
-		{"address with empty host", tcp(":80"), "address", "host must not be empty"},
-		{"port 0", tcp("h:0"), "address", `port "0" must be a number from 1 to 65535`},
-		{"port too big", tcp("h:65536"), "address", "from 1 to 65535"},
-		{"named port", tcp("h:https"), "address", `port "https"`},
+		{Name: "address without port", Task: tcp("localhost"), Attr: "address", Msg: "want host:port: missing port in address"},
+		{Name: "address with empty host", Task: tcp(":80"), Attr: "address", Msg: "host must not be empty"},
+		{Name: "port 0", Task: tcp("h:0"), Attr: "address", Msg: `port "0" must be a number from 1 to 65535`},
+		{Name: "port too big", Task: tcp("h:65536"), Attr: "address", Msg: "from 1 to 65535"},
+		{Name: "named port", Task: tcp("h:https"), Attr: "address", Msg: `port "https"`},
 
-		{"url scheme", web("ftp://h/"), "url", `scheme must be http or https, not "ftp"`},
-		{"url without scheme", web("localhost:8080/healthz"), "url", `scheme must be http or https, not "localhost"`},
-		{"url without host", web("http:///healthz"), "url", "host must not be empty"},
-		{"url unparsable", web("http://[::1/"), "url", "missing ']' in host"},
-		{"expect_status empty", with(web("http://h/"), func(w *WaitReady) { w.ExpectStatus = []int{} }), "expect_status", "at least one"},
-		{"expect_status out of range", with(web("http://h/"), func(w *WaitReady) { w.ExpectStatus = []int{200, 600} }), "expect_status", "600 is not an HTTP status code"},
-		{"body_match bad", with(web("http://h/"), func(w *WaitReady) { w.BodyMatch = "(ok" }), "body_match", "missing closing )"},
-		{"insecure and ca_file", with(web("https://h/"), func(w *WaitReady) { w.Insecure, w.CAFile = boolPtr(true), "ca.pem" }), "ca_file", "no effect with insecure = true"},
-		{"header name", with(web("http://h/"), func(w *WaitReady) { w.Headers = map[string]string{"X Token": "1"} }), "headers", `"X Token" is not a valid header name`},
-		{"header value", with(web("http://h/"), func(w *WaitReady) { w.Headers = map[string]string{"X-A": "1\r\nX-B: 2"} }), "headers", `value of "X-A" must not contain CR, LF or NUL`},
+		{Name: "url scheme", Task: web("ftp://h/"), Attr: "url", Msg: `scheme must be http or https, not "ftp"`},
+		{Name: "url without scheme", Task: web("localhost:8080/healthz"), Attr: "url", Msg: `scheme must be http or https, not "localhost"`},
+		{Name: "url without host", Task: web("http:///healthz"), Attr: "url", Msg: "host must not be empty"},
+		{Name: "url unparsable", Task: web("http://[::1/"), Attr: "url", Msg: "missing ']' in host"},
+		{Name: "expect_status empty", Task: with(web("http://h/"), func(w *WaitReady) { w.ExpectStatus = []int{} }), Attr: "expect_status", Msg: "at least one"},
+		{Name: "expect_status out of range", Task: with(web("http://h/"), func(w *WaitReady) { w.ExpectStatus = []int{200, 600} }), Attr: "expect_status", Msg: "600 is not an HTTP status code"},
+		{Name: "body_match bad", Task: with(web("http://h/"), func(w *WaitReady) { w.BodyMatch = "(ok" }), Attr: "body_match", Msg: "missing closing )"},
+		{Name: "insecure and ca_file", Task: with(web("https://h/"), func(w *WaitReady) { w.Insecure, w.CAFile = boolPtr(true), "ca.pem" }), Attr: "ca_file", Msg: "no effect with insecure = true"},
+		{Name: "header name", Task: with(web("http://h/"), func(w *WaitReady) { w.Headers = map[string]string{"X Token": "1"} }), Attr: "headers", Msg: `"X Token" is not a valid header name`},
+		{Name: "header value", Task: with(web("http://h/"), func(w *WaitReady) { w.Headers = map[string]string{"X-A": "1\r\nX-B: 2"} }), Attr: "headers", Msg: `value of "X-A" must not contain CR, LF or NUL`},
 
-		{"interval unitless", with(tcp("h:1"), func(w *WaitReady) { w.Interval = "1" }), "interval", "positive duration"},
-		{"wait_timeout negative", with(tcp("h:1"), func(w *WaitReady) { w.WaitTimeout = "-1s" }), "wait_timeout", "positive duration"},
-		{"request_timeout zero", with(web("http://h/"), func(w *WaitReady) { w.RequestTimeout = "0s" }), "request_timeout", "positive duration"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.wait.Validate()
-			if tt.wantAttr == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			var ae *tasks.AttrError
-			if !errors.As(err, &ae) {
-				t.Fatalf("Validate() = %v, want *tasks.AttrError", err)
-			}
-			if ae.Attr != tt.wantAttr || !strings.Contains(ae.Err.Error(), tt.wantMsg) {
-				t.Errorf("Validate() = %q on %q, want %q on %q", ae.Err, ae.Attr, tt.wantMsg, tt.wantAttr)
-			}
-		})
-	}
+		{Name: "interval unitless", Task: with(tcp("h:1"), func(w *WaitReady) { w.Interval = "1" }), Attr: "interval", Msg: "positive duration"},
+		{Name: "wait_timeout negative", Task: with(tcp("h:1"), func(w *WaitReady) { w.WaitTimeout = "-1s" }), Attr: "wait_timeout", Msg: "positive duration"},
+		{Name: "request_timeout zero", Task: with(web("http://h/"), func(w *WaitReady) { w.RequestTimeout = "0s" }), Attr: "request_timeout", Msg: "positive duration"},
+	})
 }
 
 // Run validates too, so a task the engine did not validate fails instead of panicking.
@@ -137,18 +107,8 @@ func TestRegister(t *testing.T) {
 	if !ok {
 		t.Fatal(`type "wait_ready" not registered`)
 	}
-	if typ.Summary == "" || typ.Doc == "" || typ.Example == "" {
-		t.Errorf("Summary, Doc and Example must be set: %+v", typ)
-	}
-	wantOutputs := map[string]cty.Type{"elapsed": cty.Number, "status": cty.Number, "body": cty.String}
-	if len(typ.Outputs) != len(wantOutputs) {
-		t.Errorf("got %d outputs, want %d", len(typ.Outputs), len(wantOutputs))
-	}
-	for _, o := range typ.Outputs {
-		if want, ok := wantOutputs[o.Name]; !ok || !o.Type.Equals(want) || o.Doc == "" {
-			t.Errorf("output %q: type %s, doc %q; want type %v and a doc", o.Name, o.Type.FriendlyName(), o.Doc, want)
-		}
-	}
+	taskstest.CheckType(t, *typ, map[string]cty.Type{"elapsed": cty.Number, "status": cty.Number, "body": cty.String})
+	taskstest.CheckExample(t, *typ, nil)
 	if _, ok := typ.New().(*WaitReady); !ok {
 		t.Errorf("New() returned %T, want *WaitReady", typ.New())
 	}
@@ -202,29 +162,5 @@ func TestDecodeInsecure(t *testing.T) {
 	var ae *tasks.AttrError
 	if err := w.Validate(); !errors.As(err, &ae) || ae.Attr != "insecure" {
 		t.Errorf("Validate() = %v, want an error on insecure", err)
-	}
-}
-
-// The example must be a task block that decodes into a valid WaitReady.
-func TestExampleDecodes(t *testing.T) {
-	r := tasks.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	typ, _ := r.Lookup("wait_ready")
-	f, diags := hclsyntax.ParseConfig([]byte(typ.Example), "example.hcl", hcl.InitialPos)
-	if diags.HasErrors() {
-		t.Fatalf("parse example: %v", diags)
-	}
-	blocks := f.Body.(*hclsyntax.Body).Blocks
-	if len(blocks) != 1 || blocks[0].Type != "task" || len(blocks[0].Labels) != 2 || blocks[0].Labels[0] != "wait_ready" {
-		t.Fatalf("example is not one `task \"wait_ready\" \"NAME\"` block:\n%s", typ.Example)
-	}
-	var w WaitReady
-	if diags := gohcl.DecodeBody(blocks[0].Body, nil, &w); diags.HasErrors() {
-		t.Fatalf("decode example: %v", diags)
-	}
-	if err := w.Validate(); err != nil {
-		t.Errorf("example does not validate: %v", err)
 	}
 }
