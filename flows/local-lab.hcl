@@ -90,9 +90,9 @@ task "lxd_file_push" "service" {
 }
 
 task "lxd_exec" "start_service" {
-  for_each   = var.members
-  instance   = lxd_launch.member[each.key].name
-  script     = "pidof httpd >/dev/null || httpd -p 127.0.0.1:8080 -h ${dirname(lxd_file_push.service[each.key].destination)}"
+  for_each = var.members
+  instance = lxd_launch.member[each.key].name
+  script   = "pidof httpd >/dev/null || httpd -p 127.0.0.1:8080 -h ${dirname(lxd_file_push.service[each.key].destination)}"
 }
 
 task "proxy_device" "service" {
@@ -105,10 +105,10 @@ task "proxy_device" "service" {
 }
 
 task "wait_ready" "member" {
-  for_each   = var.members
-  kind       = "http"
-  url        = "http://${proxy_device.service[each.key].address}/"
-  body_match = "member ${each.key}"
+  for_each     = var.members
+  kind         = "http"
+  url          = "http://${proxy_device.service[each.key].address}/"
+  body_match   = "member ${each.key}"
   wait_timeout = "1m"
 }
 
@@ -159,20 +159,20 @@ task "proxy_device" "registry" {
 }
 
 task "wait_ready" "registry" {
-  for_each = local.registries
-  kind     = "http"
-  url      = "http://${proxy_device.registry[each.key].address}/v2/"
+  for_each     = local.registries
+  kind         = "http"
+  url          = "http://${proxy_device.registry[each.key].address}/v2/"
   wait_timeout = "1m"
 }
 
 task "image_build" "upstream" {
-  for_each = local.upstream_images
-  base     = "scratch"
-  layers   = [{ source = "${path.flow}/local-lab/upstream-image", destination = "/stand-in" }]
-  labels   = { "org.opencontainers.image.ref.name" = each.key }
-  cmd      = ["/stand-in/README"]
-  push     = "127.0.0.1:${var.upstream_port}/${each.key}"
-  insecure = true
+  for_each   = local.upstream_images
+  base       = "scratch"
+  layers     = [{ source = "${path.flow}/local-lab/upstream-image", destination = "/stand-in" }]
+  labels     = { "org.opencontainers.image.ref.name" = each.key }
+  cmd        = ["/stand-in/README"]
+  push       = "127.0.0.1:${var.upstream_port}/${each.key}"
+  insecure   = true
   depends_on = [wait_ready.registry["lab-upstream"]]
 }
 
