@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,9 +32,10 @@ var (
 )
 
 const (
-	labTrials      = 3
-	defaultLabSeed = 20261122
-	labRunTimeout  = 5 * time.Minute
+	labTrials        = 4
+	labInstanceCount = 38 // task instances of flows/local-lab.hcl with its defaults
+	defaultLabSeed   = 20261122
+	labRunTimeout    = 5 * time.Minute
 )
 
 // requireLXD connects to the local daemon. Without one the test is skipped, except
@@ -122,20 +124,16 @@ func TestLocalLabKillAndResume(t *testing.T) {
 	for trial := 1; trial <= labTrials; trial++ {
 		events.reset()
 		state := filepath.Join(t.TempDir(), fmt.Sprintf("lab-%d.db", trial))
-		// Kill after a seeded number of succeeded instances: early (launches in
-		// flight), middle (pushes, proxies) or late (registry and mirror).
-		killAt := 1 + rng.IntN(20)
-		p := start(t, tag, root, "run", lab, "--state", state)
-		waitStatus(t, tag, root, state, labRunTimeout, fmt.Sprintf("%d succeeded instances", killAt), func(d statusDoc) bool {
-			return countStatus(d, "succeeded") >= killAt || d.Status != "running"
-		})
-		p.killGroup()
-		p.wait(10 * time.Second)
-		t.Logf("trial %d: killed flow after %d succeeded instances", trial, killAt)
-
-		r := runFlow(t, tag, root, labRunTimeout, "resume", "--state", state)
-		if r.code != 0 {
-			t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
+		// The last trial is interrupted as a terminal's Ctrl-C does; the others
+		// are SIGKILLed, once or twice, each time after a seeded number of
+		// succeeded instances: early (launches in flight), middle (pushes,
+		// proxies) or late (registries, builds, the mirror).
+		finished := interruptLab(t, tag, root, lab, state, trial, rng, trial == labTrials)
+		if !finished {
+			r := runFlow(t, tag, root, labRunTimeout, "resume", "--state", state)
+			if r.code != 0 {
+				t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
+			}
 		}
 		checkLab(t, srv, events.reset())
 		if trial < labTrials {
@@ -146,6 +144,47 @@ func TestLocalLabKillAndResume(t *testing.T) {
 	checkFlaskImport(t, tag, root)
 	runTeardown()
 	checkNothingLeft(t, srv)
+}
+
+// interruptLab starts the lab and interrupts it one or two times at seeded moments,
+// resuming in between. It reports whether a run finished before its interruption
+// came (then there is nothing left to resume).
+func interruptLab(t *testing.T, tag, root, lab, state string, trial int, rng *rand.Rand, ctrlC bool) bool {
+	t.Helper()
+	args := []string{"run", lab, "--state", state}
+	at := 0
+	for n := 1 + rng.IntN(2); n > 0 && at < labInstanceCount-1; n-- {
+		at += 1 + rng.IntN(labInstanceCount-1-at)
+		p := start(t, tag, root, args...)
+		doc := waitStatus(t, tag, root, state, labRunTimeout, fmt.Sprintf("%d succeeded instances", at), func(d statusDoc) bool {
+			return countStatus(d, "succeeded") >= at || d.Status != "running"
+		})
+		if doc.Status != "running" && p.wait(time.Minute) && p.code() == 0 {
+			t.Logf("trial %d: the run finished before the interruption after %d instances", trial, at)
+			return true
+		}
+		how := "SIGKILL"
+		if ctrlC {
+			how = "SIGINT"
+			_ = syscall.Kill(p.pid(), syscall.SIGINT) // it may have just finished
+			if !p.wait(time.Minute) {
+				t.Fatalf("trial %d: flow did not stop within a minute of SIGINT\n%s", trial, p.describe())
+			}
+			if p.code() != 130 && p.code() != 0 {
+				t.Fatalf("trial %d: flow exited %d after SIGINT, want 130\n%s", trial, p.code(), p.describe())
+			}
+		} else {
+			p.killGroup()
+			p.wait(10 * time.Second)
+		}
+		if !p.signaled() && p.code() == 0 {
+			t.Logf("trial %d: the run finished before the %s after %d instances", trial, how, at)
+			return true
+		}
+		t.Logf("trial %d: %s after %d succeeded instances", trial, how, at)
+		args = []string{"resume", "--state", state}
+	}
+	return false
 }
 
 func countStatus(d statusDoc, status string) int {

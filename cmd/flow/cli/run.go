@@ -101,6 +101,10 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		debug.SetGCPercent(400)
 		debug.SetMemoryLimit(192 << 20)
 	}
+	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
+	// loads must end in exit code 130 and a resumable state, not the default death.
+	ctx, stopSignals := c.interruptible()
+	defer stopSignals()
 	store, err := state.Open(c.state(), state.Options{})
 	if err != nil {
 		return fail(ExitInvalid, err)
@@ -143,7 +147,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	if err != nil {
 		return fail(ExitInvalid, err)
 	}
-	return c.runPlan(store, src, run, l, previous, f)
+	return c.runPlan(ctx, store, src, run, l, previous, f)
 }
 
 func describeLatest(r *state.Run) string {
@@ -220,9 +224,7 @@ func recordVars(run *state.Run, l *loaded) error {
 
 // runPlan executes with signal handling and the live status endpoint, then records
 // and prints the outcome.
-func (c *CLI) runPlan(store *state.Store, src *liveSource, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
-	ctx, stopSignals := c.interruptible()
-	defer stopSignals()
+func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
 	runner := engine.NewRunner(l.plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
 		Previous: previous, Out: c.stdout, Logger: c.logger(l.plan.Scope.Redact),
