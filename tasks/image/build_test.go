@@ -2,6 +2,7 @@ package image
 
 import (
 	"archive/tar"
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // writeTree creates files under dir: path -> content; a content starting with
@@ -261,5 +263,78 @@ func TestBuildMissingSource(t *testing.T) {
 	_, _, err := tryRun(t.Context(), t, &Build{Layers: []map[string]string{{"source": "/no/such/file", "destination": "/x"}}, Tarball: filepath.Join(t.TempDir(), "x.tar"), Tag: "x:y"})
 	if err == nil || !strings.Contains(err.Error(), `layer "/no/such/file"`) || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error = %v, want it to name the missing source", err)
+	}
+}
+
+// entriesOf lists a layer built by buildLayer.
+func entriesOf(t *testing.T, data []byte) []tarEntry {
+	t.Helper()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layerEntries(t, l)
+}
+
+// Sources given as a symbolic link or as "." or "..": the link is followed as
+// COPY follows it, and neither form escapes the destination.
+func TestBuildLayerSources(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"real/agent": "#!/bin/sh\n", "real/conf/a.txt": "a\n", "sub/s.txt": "s\n"}, 0o644, 0o755)
+	for link, to := range map[string]string{"agent-link": "real/agent", "conf-link": "real/conf"} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name        string
+		chdir       string // relative to dir
+		source      string // relative to dir unless chdir is set
+		destination string
+		want        []tarEntry
+	}{
+		{"link to a file", "", "agent-link", "/bin/agent", []tarEntry{
+			{"bin/", tar.TypeDir, 0o755, "", ""},
+			{"bin/agent", tar.TypeReg, 0o755, "#!/bin/sh\n", ""},
+		}},
+		{"link to a directory", "", "conf-link", "/etc/", []tarEntry{
+			{"etc/", tar.TypeDir, 0o755, "", ""},
+			{"etc/conf-link/", tar.TypeDir, 0o755, "", ""},
+			{"etc/conf-link/a.txt", tar.TypeReg, 0o644, "a\n", ""},
+		}},
+		{"parent into a directory", "sub", "..", "/app/", []tarEntry{
+			{"app/", tar.TypeDir, 0o755, "", ""},
+			{"app/agent-link", tar.TypeSymlink, 0o777, "", "real/agent"},
+			{"app/conf-link", tar.TypeSymlink, 0o777, "", "real/conf"},
+			{"app/real/", tar.TypeDir, 0o755, "", ""},
+			{"app/real/agent", tar.TypeReg, 0o755, "#!/bin/sh\n", ""},
+			{"app/real/conf/", tar.TypeDir, 0o755, "", ""},
+			{"app/real/conf/a.txt", tar.TypeReg, 0o644, "a\n", ""},
+			{"app/sub/", tar.TypeDir, 0o755, "", ""},
+			{"app/sub/s.txt", tar.TypeReg, 0o644, "s\n", ""},
+		}},
+		{"current directory into the root", "sub", ".", "/", []tarEntry{
+			{"s.txt", tar.TypeReg, 0o644, "s\n", ""},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			source := filepath.Join(dir, tt.source)
+			if tt.chdir != "" {
+				t.Chdir(filepath.Join(dir, tt.chdir))
+				source = tt.source
+			}
+			spec, err := parseLayerSpec(map[string]string{"source": source, "destination": tt.destination})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := buildLayer(t.Context(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := entriesOf(t, data); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("entries\n got %v\nwant %v", got, tt.want)
+			}
+		})
 	}
 }

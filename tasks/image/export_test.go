@@ -121,3 +121,27 @@ func TestExportErrors(t *testing.T) {
 		}
 	}
 }
+
+// A run killed while writing leaves its temporary file behind; the next write
+// of the same tarball removes it, so kills do not pile up hidden copies.
+func TestExportRemovesTemporaryOfKilledRun(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push(t, "lab/app:v1", randomImage(t, 1))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.tar")
+	stale := filepath.Join(dir, ".app.tar.tmp-123456")
+	other := filepath.Join(dir, ".other.tar.tmp-123456") // another tarball's: not ours to remove
+	for _, f := range []string{stale, other} {
+		if err := os.WriteFile(f, []byte("half a tarball"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, &Export{Image: reg.host + "/lab/app:v1", Path: path})
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed run's temporary %s is still there (%v)", stale, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another tarball's temporary was removed: %v", err)
+	}
+	loadTarball(t, path, reg.host+"/lab/app:v1")
+}

@@ -43,6 +43,9 @@ func parseLayerSpec(m map[string]string) (layerSpec, error) {
 	if !strings.HasPrefix(s.destination, "/") {
 		return layerSpec{}, fmt.Errorf("destination %q must be an absolute path in the image", s.destination)
 	}
+	if !strings.HasSuffix(s.destination, "/") && path.Clean(s.destination) == "/" {
+		return layerSpec{}, fmt.Errorf("destination %q names the image root; write \"/\" to copy into it", s.destination)
+	}
 	if mode, ok := m["mode"]; ok {
 		v, err := strconv.ParseUint(mode, 8, 32)
 		if err != nil || v > 0o7777 {
@@ -54,10 +57,12 @@ func parseLayerSpec(m map[string]string) (layerSpec, error) {
 }
 
 // target is the path of the source's root in the image, without the leading /.
+// A source without a name of its own ("." or "..") goes into a destination
+// ending in / as its contents: joining ".." would climb out of the destination.
 func (s layerSpec) target() string {
 	dest := s.destination
-	if strings.HasSuffix(dest, "/") {
-		dest = path.Join(dest, filepath.Base(s.source))
+	if base := filepath.Base(filepath.Clean(s.source)); strings.HasSuffix(dest, "/") && base != "." && base != ".." {
+		dest = path.Join(dest, base)
 	}
 	return strings.TrimPrefix(path.Clean(dest), "/")
 }
@@ -76,19 +81,28 @@ func buildLayer(ctx context.Context, s layerSpec) ([]byte, error) {
 	if err := writeParents(tw, target); err != nil {
 		return nil, err
 	}
-	err := filepath.WalkDir(s.source, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(s.source, p)
-		if err != nil {
-			return err
-		}
-		return writeEntry(tw, p, path.Join(target, filepath.ToSlash(rel)), s)
-	})
+	// A source that is a symbolic link is followed, as COPY follows it: the
+	// image gets what it points to, not a link into the build machine.
+	root, err := filepath.EvalSymlinks(s.source)
+	if err == nil {
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			name := path.Join(target, filepath.ToSlash(rel))
+			if name == "." {
+				return nil // the image root: there already
+			}
+			return writeEntry(tw, p, name, s)
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("layer %q: %w", s.source, err)
 	}

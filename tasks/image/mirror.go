@@ -45,8 +45,8 @@ REGISTRY/PREFIX/karmada-scheduler:v1.13.0, the layout karmadactl init
 --private-image-registry=REGISTRY/PREFIX expects. A map names each target itself.
 
 With platforms set, a multi-platform index is copied with only the matching manifests, so
-its digest at the target differs from the source's; single-platform images are copied as
-they are. Requests answered 408, 429 or 5xx are retried with exponential backoff, waiting
+its digest at the target differs from the source's (an index whose manifests all match is
+copied as it is); single-platform images are copied as they are. Requests answered 408, 429 or 5xx are retried with exponential backoff, waiting
 at least as long as a Retry-After header asks. Credentials come from the Docker config
 (~/.docker/config.json and credential helpers). An image that fails does not stop the
 others; the task fails after all have been tried, naming each failed image.`,
@@ -98,6 +98,9 @@ func (m *Mirror) pairs() ([]mirrorPair, error) {
 	if m.Prefix != "" && (strings.HasPrefix(m.Prefix, "/") || strings.HasSuffix(m.Prefix, "/")) {
 		return nil, &tasks.AttrError{Attr: "prefix", Err: errors.New("must not start or end with /")}
 	}
+	if err := plainPath(m.Prefix); err != nil {
+		return nil, &tasks.AttrError{Attr: "prefix", Err: err}
+	}
 	if m.Parallelism < 0 {
 		return nil, &tasks.AttrError{Attr: "parallelism", Err: errors.New("must be at least 1")}
 	}
@@ -147,6 +150,9 @@ func (m *Mirror) pair(src, target string) (mirrorPair, error) {
 			repoPath, p.tag = target[:i], target[i+1:]
 		}
 	}
+	if err := plainPath(repoPath); err != nil {
+		return mirrorPair{}, fmt.Errorf("target of %q: %w", src, err)
+	}
 	full := path.Join(m.Registry, m.Prefix, repoPath)
 	if p.target, err = name.NewRepository(full, opts...); err != nil {
 		return mirrorPair{}, fmt.Errorf("target of %q: %w", src, err)
@@ -157,6 +163,18 @@ func (m *Mirror) pair(src, target string) (mirrorPair, error) {
 		}
 	}
 	return p, nil
+}
+
+// plainPath rejects "." and ".." elements in a repository path: path.Join
+// would clean them away together with the registry before them, sending the
+// image to Docker Hub.
+func plainPath(p string) error {
+	for _, e := range strings.Split(p, "/") {
+		if e == "." || e == ".." {
+			return fmt.Errorf("repository path %q must not contain \".\" or \"..\" elements", p)
+		}
+	}
+	return nil
 }
 
 // imagesValue reads the images attribute: a list (or set or tuple) of source

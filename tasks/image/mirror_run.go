@@ -187,7 +187,7 @@ func (r *mirrorRun) wanted(ctx context.Context, src *session, p mirrorPair) (v1.
 }
 
 // filteredIndex fetches the index at ref and drops the manifests for other
-// platforms.
+// platforms; when all match it returns the index unchanged.
 func (r *mirrorRun) filteredIndex(ctx context.Context, src *session, ref name.Digest) (v1.ImageIndex, error) {
 	full, err := src.puller.Get(ctx, ref)
 	if err != nil {
@@ -209,6 +209,11 @@ func (r *mirrorRun) filteredIndex(ctx context.Context, src *session, ref name.Di
 	}
 	if keep == 0 {
 		return nil, fmt.Errorf("no manifest for platforms %v", r.platforms)
+	}
+	if keep == len(im.Manifests) {
+		// Nothing to drop: the index as it is, not re-serialised, keeps the
+		// source's digest, so references pinned to it resolve at the target.
+		return idx, nil
 	}
 	return mutate.RemoveManifests(idx, func(d v1.Descriptor) bool { return !matchesAny(d.Platform, r.platforms) }), nil
 }

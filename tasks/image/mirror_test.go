@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -349,5 +351,52 @@ func TestMirrorCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return within 5s of cancel")
+	}
+}
+
+// rawManifest is a manifest pushed byte for byte, as a registry may hold one
+// that go-containerregistry would have serialised differently.
+type rawManifest struct {
+	mt  types.MediaType
+	raw []byte
+}
+
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
+
+// When platforms keeps every manifest of an index, the index is copied as it is:
+// same bytes, same digest, so references pinned to the source digest still
+// resolve at the target.
+func TestMirrorPlatformsKeepingWholeIndex(t *testing.T) {
+	src, dst := newTestRegistry(t), newTestRegistry(t)
+	index := multiPlatform(t)
+	src.push(t, "lab/multi:base", index) // the children
+	im, err := index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.MarshalIndent(im, "", "   ") // other bytes than ggcr's json.Marshal
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, _ := index.MediaType()
+	if err := remote.Put(src.ref(t, "lab/multi:v1"), rawManifest{mt, raw}); err != nil {
+		t.Fatal(err)
+	}
+	want := src.digest(t, "lab/multi:v1")
+	source := src.host + "/lab/multi:v1"
+	m := &Mirror{Images: listValue([]string{source}), Registry: dst.host, Platforms: []string{"linux/amd64", "linux/arm64", "linux/arm/v7"}}
+
+	out, _ := run(t, m)
+	if got := dst.digest(t, "lab/multi:v1"); got != want {
+		t.Errorf("target digest %v, want the source's %v: nothing was filtered out", got, want)
+	}
+	if pin := outputMap(t, out)[source].AsString(); pin != dst.host+"/lab/multi@"+want.String() {
+		t.Errorf("output %s, want it pinned at %s", pin, want)
+	}
+	dst.reset()
+	_, log := run(t, m)
+	if dst.writes() != 0 || dst.count("HEAD manifest") != 1 || !strings.Contains(log, "already present") {
+		t.Errorf("re-run: %d writes, %d manifest HEADs at the target, want 0 and 1\n%s", dst.writes(), dst.count("HEAD manifest"), log)
 	}
 }

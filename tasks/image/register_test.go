@@ -58,6 +58,11 @@ func TestMirrorValidate(t *testing.T) {
 		{Name: "naming", Task: &Mirror{Images: ok, Registry: "localhost:32000", Naming: "short"}, Attr: "naming", Msg: "keep, flatten"},
 		{Name: "prefix", Task: &Mirror{Images: ok, Registry: "localhost:32000", Prefix: "/karmada"}, Attr: "prefix", Msg: "must not start or end with /"},
 		{Name: "platform", Task: &Mirror{Images: ok, Registry: "localhost:32000", Platforms: []string{"amd64"}}, Attr: "platforms", Msg: "os/arch"},
+		// path.Join would clean these into docker.io/… (the registry dropped): a push to Docker Hub.
+		{Name: "prefix escapes registry", Task: &Mirror{Images: ok, Registry: "localhost:32000", Prefix: ".."}, Attr: "prefix", Msg: `"." or ".."`},
+		{Name: "prefix with dot element", Task: &Mirror{Images: ok, Registry: "localhost:32000", Prefix: "a/./b"}, Attr: "prefix", Msg: `"." or ".."`},
+		{Name: "map target escapes registry", Task: &Mirror{Images: cty.MapVal(map[string]cty.Value{"alpine:3.21": cty.StringVal("../../evil/x")}), Registry: "localhost:32000", Prefix: "a"}, Attr: "images", Msg: `"." or ".."`},
+		{Name: "source path escapes registry", Task: &Mirror{Images: list("127.0.0.1:5000/../evil/x:v1"), Registry: "localhost:32000"}, Attr: "images", Msg: `"." or ".."`},
 		{Name: "parallelism", Task: &Mirror{Images: ok, Registry: "localhost:32000", Parallelism: -1}, Attr: "parallelism", Msg: "at least 1"},
 	})
 }
@@ -107,6 +112,7 @@ func TestBuildValidate(t *testing.T) {
 		{Name: "bad base", Task: &Build{Base: "UP:x", Push: "a/b:c"}, Attr: "base", Msg: ""},
 		{Name: "layer without destination", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x"}}}, Attr: "layers", Msg: "element 0: source and destination are required"},
 		{Name: "relative destination", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "app"}}}, Attr: "layers", Msg: "absolute"},
+		{Name: "destination is the root", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/etc/.."}}}, Attr: "layers", Msg: "image root"},
 		{Name: "bad mode", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/x", "mode": "rwx"}}}, Attr: "layers", Msg: "octal"},
 		{Name: "unknown key", Task: &Build{Push: "a/b:c", Layers: []map[string]string{{"source": "x", "destination": "/x", "owner": "1"}}}, Attr: "layers", Msg: `unknown key "owner"`},
 		{Name: "port", Task: &Build{Push: "a/b:c", ExposedPorts: []string{"http"}}, Attr: "exposed_ports", Msg: "1 to 65535"},

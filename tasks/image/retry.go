@@ -89,17 +89,21 @@ func transient(ctx context.Context, resp *http.Response, err error) bool {
 		errors.Is(err, syscall.EPIPE) || (errors.As(err, &nerr) && nerr.Timeout())
 }
 
+// maxRetryAfter bounds what retryAfter returns, far above any policy's maxWait,
+// so that a huge number of seconds cannot overflow into a negative wait.
+const maxRetryAfter = 24 * time.Hour
+
 // retryAfter parses a Retry-After header (seconds or an HTTP date) into a wait;
-// zero if absent or unparseable.
+// zero if absent or unparseable, at most maxRetryAfter.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.Atoi(v); err == nil {
-		return time.Duration(max(secs, 0)) * time.Second
+	if secs, err := strconv.Atoi(v); err == nil || errors.Is(err, strconv.ErrRange) { // out of range: clamped
+		return time.Duration(min(max(secs, 0), int(maxRetryAfter/time.Second))) * time.Second
 	}
 	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0)
+		return min(max(at.Sub(now), 0), maxRetryAfter)
 	}
 	return 0
 }

@@ -24,6 +24,9 @@ func TestRetryAfter(t *testing.T) {
 		{now.Add(2 * time.Second).Format(http.TimeFormat), 2 * time.Second},
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
 		{"soon", 0},
+		{"10000000000", 24 * time.Hour},             // seconds that overflow a Duration
+		{"99999999999999999999999", 24 * time.Hour}, // seconds that overflow an int
+		{now.AddDate(500, 0, 0).Format(http.TimeFormat), 24 * time.Hour},
 	}
 	for _, tt := range tests {
 		if got := retryAfter(tt.header, now); got != tt.want {

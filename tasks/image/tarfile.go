@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -54,13 +55,16 @@ func tarballHolds(path string, ref name.Reference, want v1.Hash) bool {
 }
 
 // writeAtomically creates path with mode 0644 through a temporary file in the
-// same directory, so a reader (or a killed run) never sees half a file.
+// same directory, so a reader (or a killed run) never sees half a file. It
+// first removes the temporaries of earlier runs killed while writing path.
 func writeAtomically(path string, write func(*os.File) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmpPrefix := "." + filepath.Base(path) + ".tmp-"
+	removeTemporaries(dir, tmpPrefix)
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -86,6 +90,21 @@ func writeAtomically(path string, write func(*os.File) error) (err error) {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// removeTemporaries deletes what runs killed while writing left in dir: files
+// named prefix*, each possibly as large as the tarball. Best effort: a file
+// that stays only costs space.
+func removeTemporaries(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // syncDir makes a rename in dir durable.
