@@ -92,6 +92,9 @@ func connect(ctx context.Context, remote map[string]string) (lxdclient.InstanceS
 		// An untrusted client still connects and may read /1.0; say so now rather
 		// than with a bare "not authorized" on the task's first real request.
 		if info, _, ierr := srv.GetServer(); ierr == nil && info.Auth != "trusted" {
+			if remote["client_cert"] == "" {
+				return nil, fmt.Errorf("connect to LXD at %s: the server does not trust this client, and no client_cert given (set client_cert and client_key to a certificate it trusts)", addr)
+			}
 			return nil, fmt.Errorf("connect to LXD at %s: the server does not trust client_cert %s (add it there with `lxc config trust add`)", addr, remote["client_cert"])
 		}
 	} else {

@@ -51,18 +51,32 @@ func (d *Delete) Validate() error {
 	if len(d.Instances)+len(d.Profiles)+len(d.Images) == 0 {
 		return &tasks.AttrError{Attr: "instances", Err: errors.New("nothing to delete: list instances, profiles or images")}
 	}
-	for attr, names := range map[string][]string{"instances": d.Instances, "profiles": d.Profiles, "images": d.Images} {
-		if err := namesError(names); err != nil {
-			return &tasks.AttrError{Attr: attr, Err: err}
+	// A name LXD cannot have would only be reported "already absent".
+	for _, list := range []struct {
+		attr  string
+		names []string
+		valid func(string) error
+	}{
+		{"instances", d.Instances, instanceNameError},
+		{"profiles", d.Profiles, profileNameError},
+		{"images", d.Images, nil},
+	} {
+		if err := namesError(list.names, list.valid); err != nil {
+			return &tasks.AttrError{Attr: list.attr, Err: err}
 		}
 	}
 	return nil
 }
 
-func namesError(names []string) error {
+func namesError(names []string, valid func(string) error) error {
 	for i, n := range names {
 		if n == "" {
 			return errors.New("names must not be empty")
+		}
+		if valid != nil {
+			if err := valid(n); err != nil {
+				return err
+			}
 		}
 		if slices.Contains(names[:i], n) {
 			return fmt.Errorf("%q is listed twice", n)

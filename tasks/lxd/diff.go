@@ -10,12 +10,14 @@ import (
 // key order. what names the collection ("config", `device "data"`) and owner
 // names the object that holds have ("profile", "instance"). With exact set,
 // keys that only have holds count too; otherwise only the declared keys are
-// compared (LXD adds volatile.* keys of its own to instances).
+// compared (LXD adds volatile.* keys of its own to instances). A declared ""
+// matches an absent key: LXD stores no empty values, "" unsets a key.
 func configDiffs(what, owner string, have, want map[string]string, exact bool) []string {
 	var diffs []string
 	for _, k := range sortedKeys(want) {
 		got, ok := have[k]
 		switch {
+		case !ok && want[k] == "":
 		case !ok:
 			diffs = append(diffs, fmt.Sprintf("%s %q: %s does not set it, declared %q", what, k, owner, want[k]))
 		case got != want[k]:

@@ -74,8 +74,8 @@ func (e *Exec) Validate() error {
 	if err := validateRemote(e.Remote); err != nil {
 		return &tasks.AttrError{Attr: "remote", Err: err}
 	}
-	if e.Instance == "" {
-		return &tasks.AttrError{Attr: "instance", Err: errors.New("must not be empty")}
+	if err := instanceNameError(e.Instance); err != nil {
+		return &tasks.AttrError{Attr: "instance", Err: err}
 	}
 	if err := tasks.ValidateCommand(e.Command, e.Script, e.Env); err != nil {
 		return err

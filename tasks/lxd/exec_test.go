@@ -19,6 +19,7 @@ func TestExecValidate(t *testing.T) {
 		{Name: "script with everything", Task: &Exec{Instance: "m1", Script: "true", Env: map[string]string{"A": "1"}, Cwd: "/tmp", User: 1000, Group: 1000, Stdin: "x", OkExitCodes: []int{3}}},
 		{Name: "bad remote", Task: &Exec{Remote: map[string]string{"adress": "x"}, Instance: "m1", Script: "true"}, Attr: "remote", Msg: `unknown key "adress"`},
 		{Name: "no instance", Task: &Exec{Script: "true"}, Attr: "instance", Msg: "must not be empty"},
+		{Name: "bad instance name", Task: &Exec{Instance: "member_1", Script: "true"}, Attr: "instance", Msg: "only letters, digits and hyphens"},
 		{Name: "neither", Task: &Exec{Instance: "m1"}, Attr: "command", Msg: "one of command or script is required"},
 		{Name: "both", Task: &Exec{Instance: "m1", Command: []string{"ls"}, Script: "ls"}, Attr: "script", Msg: "mutually exclusive"},
 		{Name: "empty command", Task: &Exec{Instance: "m1", Command: []string{}}, Attr: "command", Msg: "must not be empty"},

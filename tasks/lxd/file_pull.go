@@ -18,7 +18,7 @@ type FilePull struct {
 	Instance    string            `hcl:"instance" doc:"Name of the instance to pull from; it may be stopped."`
 	Source      string            `hcl:"source" doc:"Absolute path inside the instance: a file (a symlink is followed) or, with recursive, a directory."`
 	Destination string            `hcl:"destination" doc:"Local path of the file, or for a directory the local directory that receives its contents; missing parent directories are created."`
-	Mode        string            `hcl:"mode,optional" doc:"Octal mode of the local files, default \"0600\". Directories get the same mode plus x wherever it has r (0700 for 0600)."`
+	Mode        string            `hcl:"mode,optional" doc:"Octal mode of the local files (permission bits only), default \"0600\". Directories get the same mode plus x wherever it has r (0700 for 0600)."`
 	Recursive   bool              `hcl:"recursive,optional" doc:"Pull a directory with everything below it; symlinks in it are recreated as symlinks."`
 }
 
@@ -57,8 +57,8 @@ func (p *FilePull) Validate() error {
 	if err := validateRemote(p.Remote); err != nil {
 		return &tasks.AttrError{Attr: "remote", Err: err}
 	}
-	if p.Instance == "" {
-		return &tasks.AttrError{Attr: "instance", Err: errors.New("must not be empty")}
+	if err := instanceNameError(p.Instance); err != nil {
+		return &tasks.AttrError{Attr: "instance", Err: err}
 	}
 	if err := validateInstancePath(p.Source); err != nil {
 		return &tasks.AttrError{Attr: "source", Err: err}

@@ -21,6 +21,8 @@ func TestFilePullValidate(t *testing.T) {
 		{Name: "no instance", Task: &FilePull{Source: "/a", Destination: "a"}, Attr: "instance", Msg: "must not be empty"},
 		{Name: "relative source", Task: &FilePull{Instance: "m1", Source: "etc/hosts", Destination: "a"}, Attr: "source", Msg: "must be an absolute path"},
 		{Name: "no destination", Task: &FilePull{Instance: "m1", Source: "/a"}, Attr: "destination", Msg: "must not be empty"},
+		{Name: "bad instance name", Task: &FilePull{Instance: "-m1", Source: "/a", Destination: "a"}, Attr: "instance", Msg: "must not start with a digit or hyphen"},
+		{Name: "setgid mode", Task: &FilePull{Instance: "m1", Source: "/a", Destination: "a", Mode: "2750"}, Attr: "mode", Msg: "setuid, setgid and sticky bits are not supported"},
 		{Name: "bad mode", Task: &FilePull{Instance: "m1", Source: "/a", Destination: "a", Mode: "rw"}, Attr: "mode", Msg: "not an octal file mode"},
 	})
 }

@@ -18,7 +18,7 @@ type FilePush struct {
 	Source      string            `hcl:"source,optional" doc:"Local file or directory; a directory is pushed recursively, symlinks as symlinks. Exactly one of source and content is required."`
 	Content     *string           `hcl:"content,optional" doc:"Text written to destination instead of a local file. Exactly one of source and content is required."`
 	Destination string            `hcl:"destination" doc:"Absolute path inside the instance: the file to write or, for a directory source, the directory that receives the directory's contents."`
-	Mode        string            `hcl:"mode,optional" doc:"Octal mode of every file written, e.g. \"0644\"; default the local file's mode (0644 for content). Directories of a tree are 0755."`
+	Mode        string            `hcl:"mode,optional" doc:"Octal mode of every file written, e.g. \"0644\" (permission bits only); default the local file's mode (0644 for content). Directories of a tree are 0755."`
 	UID         int               `hcl:"uid,optional" doc:"Numeric owner of everything written; default 0 (root)."`
 	GID         int               `hcl:"gid,optional" doc:"Numeric group of everything written; default 0 (root)."`
 	CreateDirs  bool              `hcl:"create_dirs,optional" doc:"Create missing parent directories of destination (0755, owned by root), like mkdir -p."`
@@ -65,8 +65,8 @@ func (p *FilePush) Validate() error {
 	if err := validateRemote(p.Remote); err != nil {
 		return &tasks.AttrError{Attr: "remote", Err: err}
 	}
-	if p.Instance == "" {
-		return &tasks.AttrError{Attr: "instance", Err: errors.New("must not be empty")}
+	if err := instanceNameError(p.Instance); err != nil {
+		return &tasks.AttrError{Attr: "instance", Err: err}
 	}
 	switch {
 	case p.Source != "" && p.Content != nil:

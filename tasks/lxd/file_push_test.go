@@ -30,6 +30,8 @@ func TestFilePushValidate(t *testing.T) {
 		{Name: "root destination", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/."}, Attr: "destination", Msg: `must not be "/"`},
 		{Name: "decimal mode", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "644x"}, Attr: "mode", Msg: "not an octal file mode"},
 		{Name: "mode too big", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "17777"}, Attr: "mode", Msg: "not an octal file mode"},
+		{Name: "setuid mode", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", Mode: "4755"}, Attr: "mode", Msg: "setuid, setgid and sticky bits are not supported"},
+		{Name: "bad instance name", Task: &FilePush{Instance: "m.1", Source: "a", Destination: "/a"}, Attr: "instance", Msg: "only letters, digits and hyphens"},
 		{Name: "negative uid", Task: &FilePush{Instance: "m1", Source: "a", Destination: "/a", UID: -1}, Attr: "uid", Msg: "not a valid numeric ID"},
 	})
 }

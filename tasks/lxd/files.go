@@ -69,7 +69,9 @@ func sumString(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// parseMode reads an octal mode such as "0644"; "" gives def.
+// parseMode reads an octal mode such as "0644"; "" gives def. Only permission
+// bits: LXD's file API drops setuid, setgid and sticky (and so does
+// os.Chmod given a plain number), so such a mode would never match on a re-run.
 func parseMode(s string, def int) (int, error) {
 	if s == "" {
 		return def, nil
@@ -77,6 +79,9 @@ func parseMode(s string, def int) (int, error) {
 	m, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || m > 0o7777 {
 		return 0, fmt.Errorf("%q is not an octal file mode such as \"0644\"", s)
+	}
+	if m > 0o777 {
+		return 0, fmt.Errorf("%q: setuid, setgid and sticky bits are not supported; give permission bits such as \"0755\"", s)
 	}
 	return int(m), nil
 }

@@ -84,8 +84,13 @@ func (l *Launch) Validate() error {
 	if _, err := parseImage(l.Image, l.ImageServer); err != nil {
 		return &tasks.AttrError{Attr: "image", Err: err}
 	}
-	if slices.Contains(l.Profiles, "") {
-		return &tasks.AttrError{Attr: "profiles", Err: errors.New("profile names must not be empty")}
+	for _, name := range l.Profiles {
+		if name == "" {
+			return &tasks.AttrError{Attr: "profiles", Err: errors.New("profile names must not be empty")}
+		}
+		if err := profileNameError(name); err != nil {
+			return &tasks.AttrError{Attr: "profiles", Err: err}
+		}
 	}
 	if err := validateDevices(l.Devices); err != nil {
 		return &tasks.AttrError{Attr: "devices", Err: err}

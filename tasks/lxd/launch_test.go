@@ -17,7 +17,7 @@ func TestLaunchCreatesStartsAndWaits(t *testing.T) {
 	l := &Launch{
 		Name:    name,
 		Image:   testImage(t),
-		Config:  map[string]string{"user.flow": "1"},
+		Config:  map[string]string{"user.flow": "1", "user.empty": ""}, // "" unsets: LXD stores no empty values
 		Devices: map[string]map[string]string{"tmp2": {"type": "disk", "source": t.TempDir(), "path": "/mnt/tmp2"}},
 		// init brings loopback up from rcS; readiness is "lo is UP".
 		WaitFor:     []string{"sh", "-c", "ip link show lo | grep -q UP"},
@@ -167,5 +167,27 @@ func TestLaunchCancelDuringWaitFor(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run() did not return within 10s of cancel")
+	}
+}
+
+// A wait_for probe that hangs is killed when wait_timeout passes: it must not
+// stay behind in the instance (nor its streams in flow) after Run returns.
+func TestLaunchWaitForTimeoutKillsHungProbe(t *testing.T) {
+	name := testName("launch")
+	deleteInstanceAtCleanup(t, name)
+	_, _, err := validateAndRun(t, &Launch{Name: name, Image: testImage(t), WaitFor: []string{"sleep", "1234"}, WaitTimeout: "2s"})
+	if err == nil || !strings.Contains(err.Error(), "did not exit 0 within 2s") {
+		t.Fatalf("Run() = %v, want a wait_for timeout", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ps := inside(t, name, "ps -o args | grep '^sleep 1234' || true")
+		if ps == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the timed-out probe still runs in the instance:\n%s", ps)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/canonical/lxd/shared/api"
 	"github.com/flowdev/flow/tasks"
@@ -55,8 +56,8 @@ func (p *Profile) Validate() error {
 	if err := validateRemote(p.Remote); err != nil {
 		return &tasks.AttrError{Attr: "remote", Err: err}
 	}
-	if p.Name == "" {
-		return &tasks.AttrError{Attr: "name", Err: errors.New("must not be empty")}
+	if err := profileNameError(p.Name); err != nil {
+		return &tasks.AttrError{Attr: "name", Err: err}
 	}
 	if err := validateDevices(p.Devices); err != nil {
 		return &tasks.AttrError{Attr: "devices", Err: err}
@@ -107,6 +108,20 @@ func (p *Profile) diffs(have *api.Profile) []string {
 		diffs = append(diffs, fmt.Sprintf("description: profile has %q, declared %q", have.Description, p.Description))
 	}
 	return diffs
+}
+
+// profileNameError applies LXD's rule for profile names: not empty, no slash,
+// not "." or "..".
+func profileNameError(name string) error {
+	switch {
+	case name == "":
+		return errors.New("must not be empty")
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("%q must not contain \"/\"", name)
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a valid profile name", name)
+	}
+	return nil
 }
 
 var _ tasks.Task = (*Profile)(nil)

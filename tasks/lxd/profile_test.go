@@ -93,3 +93,24 @@ func TestProfileRejectedConfigKey(t *testing.T) {
 	}
 	wantContains(t, "error", err.Error(), `profile "`+name+`": create:`, "no.such.key")
 }
+
+// LXD stores no key whose value is empty: a declared "" means "unset", and a
+// re-run must find the profile as declared rather than differing.
+func TestProfileEmptyValueMeansUnset(t *testing.T) {
+	name := testName("prof")
+	deleteProfileAtCleanup(t, name)
+	p := &Profile{
+		Name:    name,
+		Config:  map[string]string{"user.flow": "1", "user.empty": ""},
+		Devices: map[string]map[string]string{"kmsg": {"type": "unix-char", "source": "/dev/kmsg", "path": "/dev/kmsg", "mode": ""}},
+	}
+	mustValidateAndRun(t, p)
+	_, printed := mustValidateAndRun(t, p)
+	wantContains(t, "re-run output", printed, `profile "`+name+`" already present`)
+
+	lxc(t, "profile", "set", name, "user.empty", "x")
+	_, _, err := validateAndRun(t, p)
+	if err == nil || !strings.Contains(err.Error(), `config "user.empty": profile has "x", declared ""`) {
+		t.Errorf("Run() = %v, want the set key named", err)
+	}
+}

@@ -73,10 +73,11 @@ func (p *ProxyDevice) Validate() error {
 	if err := validateRemote(p.Remote); err != nil {
 		return &tasks.AttrError{Attr: "remote", Err: err}
 	}
-	for attr, v := range map[string]string{"instance": p.Instance, "name": p.Name} {
-		if v == "" {
-			return &tasks.AttrError{Attr: attr, Err: errors.New("must not be empty")}
-		}
+	if err := instanceNameError(p.Instance); err != nil {
+		return &tasks.AttrError{Attr: "instance", Err: err}
+	}
+	if p.Name == "" {
+		return &tasks.AttrError{Attr: "name", Err: errors.New("must not be empty")}
 	}
 	listen, err := parseProxyAddress(p.Listen)
 	if err != nil {

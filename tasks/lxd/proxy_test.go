@@ -33,6 +33,7 @@ func TestProxyDeviceValidate(t *testing.T) {
 		{Name: "ipv6", Task: with(func(p *ProxyDevice) { p.Listen = "tcp:[::1]:80" })},
 		{Name: "bad remote", Task: with(func(p *ProxyDevice) { p.Remote = map[string]string{"client_cert": "c"} }), Attr: "remote", Msg: "only used with address"},
 		{Name: "no instance", Task: with(func(p *ProxyDevice) { p.Instance = "" }), Attr: "instance", Msg: "must not be empty"},
+		{Name: "bad instance name", Task: with(func(p *ProxyDevice) { p.Instance = "m 1" }), Attr: "instance", Msg: "only letters, digits and hyphens"},
 		{Name: "no name", Task: with(func(p *ProxyDevice) { p.Name = "" }), Attr: "name", Msg: "must not be empty"},
 		{Name: "no protocol", Task: with(func(p *ProxyDevice) { p.Listen = "127.0.0.1:80" }), Attr: "listen", Msg: `protocol "127.0.0.1" must be tcp, udp or unix`},
 		{Name: "no port", Task: with(func(p *ProxyDevice) { p.Listen = "tcp:127.0.0.1" }), Attr: "listen", Msg: "must give an address and a port"},

@@ -47,6 +47,7 @@ func TestHTTPSRemote(t *testing.T) {
 		{"trusted client", remote(trusted, serverCert), ""},
 		{"trusted client, default project", withKey(remote(trusted, serverCert), "project", "default"), ""},
 		{"untrusted client", remote(untrusted, serverCert), "does not trust client_cert"},
+		{"no client certificate", map[string]string{"address": "https://" + addr, "server_cert": serverCert}, "no client_cert given"},
 		{"wrong server certificate", remote(trusted, otherCert), "certificate"},
 		{"missing key file", withKey(remote(trusted, serverCert), "client_key", filepath.Join(dir, "nope.key")), "read client_key"},
 	}

@@ -16,6 +16,8 @@ func TestValidateTypesA(t *testing.T) {
 		{Name: "profile", Task: &Profile{Name: "p", Config: map[string]string{"a": "b"}, Devices: dev}},
 		{Name: "profile no name", Task: &Profile{}, Attr: "name", Msg: "must not be empty"},
 		{Name: "profile device without type", Task: &Profile{Name: "p", Devices: map[string]map[string]string{"d": {"path": "/d"}}}, Attr: "devices", Msg: `device "d" needs a type`},
+		{Name: "profile name with slash", Task: &Profile{Name: "a/b"}, Attr: "name", Msg: `"a/b" must not contain "/"`},
+		{Name: "profile name dot dot", Task: &Profile{Name: ".."}, Attr: "name", Msg: `".." is not a valid profile name`},
 		{Name: "profile bad remote", Task: &Profile{Name: "p", Remote: map[string]string{"adress": "x"}}, Attr: "remote", Msg: `unknown key "adress"`},
 
 		{Name: "launch local", Task: &Launch{Name: "m1", Image: "busybox"}},
@@ -32,6 +34,7 @@ func TestValidateTypesA(t *testing.T) {
 		{Name: "launch image_server protocol", Task: &Launch{Name: "m1", Image: "x", ImageServer: map[string]string{"url": "https://x", "protocol": "oci"}}, Attr: "image_server", Msg: "simplestreams or lxd"},
 		{Name: "launch image_server key", Task: &Launch{Name: "m1", Image: "x", ImageServer: map[string]string{"url": "https://x", "proto": "lxd"}}, Attr: "image_server", Msg: `unknown key "proto"`},
 		{Name: "launch empty profile", Task: &Launch{Name: "m1", Image: "x", Profiles: []string{""}}, Attr: "profiles", Msg: "must not be empty"},
+		{Name: "launch profile with slash", Task: &Launch{Name: "m1", Image: "x", Profiles: []string{"default", "a/b"}}, Attr: "profiles", Msg: `"a/b" must not contain "/"`},
 		{Name: "launch empty wait_for", Task: &Launch{Name: "m1", Image: "x", WaitFor: []string{}}, Attr: "wait_for", Msg: "must name a program"},
 		{Name: "launch bad wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "soon"}, Attr: "wait_timeout", Msg: "not a duration"},
 		{Name: "launch negative wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "-1s"}, Attr: "wait_timeout", Msg: "must be positive"},
@@ -39,6 +42,8 @@ func TestValidateTypesA(t *testing.T) {
 		{Name: "delete", Task: &Delete{Instances: []string{"a", "b"}, Profiles: []string{"p"}, Images: []string{"i"}, Force: &no}},
 		{Name: "delete nothing", Task: &Delete{}, Attr: "instances", Msg: "nothing to delete"},
 		{Name: "delete empty name", Task: &Delete{Profiles: []string{""}}, Attr: "profiles", Msg: "must not be empty"},
+		{Name: "delete bad instance name", Task: &Delete{Instances: []string{"member_1"}}, Attr: "instances", Msg: `"member_1" may contain only letters, digits and hyphens`},
+		{Name: "delete bad profile name", Task: &Delete{Instances: []string{"m1"}, Profiles: []string{"a/b"}}, Attr: "profiles", Msg: `"a/b" must not contain "/"`},
 		{Name: "delete twice", Task: &Delete{Images: []string{"i", "i"}}, Attr: "images", Msg: `"i" is listed twice`},
 
 		{Name: "import unified", Task: &ImageImport{File: "x.tar.gz", Alias: "x"}},

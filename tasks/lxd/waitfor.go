@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
 	"github.com/flowdev/flow/tasks"
+	"github.com/gorilla/websocket"
 )
 
 // Poll settings of lxd_launch's wait_for; variables so tests can shorten them.
@@ -69,18 +71,22 @@ func (l *Launch) waitReady(ctx context.Context, srv lxdclient.InstanceServer, en
 
 // probe runs cmd inside the instance once, capturing its output. A command
 // LXD cannot start or a failed request is a result (code -1, the reason as
-// output), not an error: err is only set when ctx ends.
+// output), not an error: err is only set when ctx ends, and then the command
+// is killed rather than left running.
 func probe(ctx context.Context, srv lxdclient.InstanceServer, remote map[string]string, instance string, cmd []string) (probeResult, error) {
 	stdout, stderr := tasks.NewCapture(nil), tasks.NewCapture(nil)
 	dataDone := make(chan bool)
+	control := make(chan *websocket.Conn, 1)
 	op, err := srv.ExecInstance(instance, api.InstanceExecPost{Command: cmd, WaitForWS: true},
-		&lxdclient.InstanceExecArgs{Stdout: stdout, Stderr: stderr, DataDone: dataDone})
+		&lxdclient.InstanceExecArgs{Stdout: stdout, Stderr: stderr, DataDone: dataDone,
+			Control: func(c *websocket.Conn) { control <- c }})
 	if err != nil {
 		if ctx.Err() != nil {
 			return probeResult{code: -1}, ctx.Err()
 		}
 		return probeResult{code: -1, output: err.Error()}, nil
 	}
+	defer endProbe(ctx, control)
 	if err := waitOp(ctx, remote, op); err != nil {
 		if ctx.Err() != nil {
 			return probeResult{code: -1}, ctx.Err()
@@ -98,6 +104,23 @@ func probe(ctx context.Context, srv lxdclient.InstanceServer, remote map[string]
 	}
 	output := strings.TrimSpace(stdout.String() + "\n" + stderr.String())
 	return probeResult{code: code, output: output}, nil
+}
+
+// endProbe closes a probe's control connection. When ctx ended first it kills
+// the command through it: LXD leaves an abandoned exec running, with its
+// streams (and the client's goroutines) open until it exits by itself.
+func endProbe(ctx context.Context, control <-chan *websocket.Conn) {
+	var c *websocket.Conn
+	select {
+	case c = <-control:
+	case <-time.After(controlWait):
+		return
+	}
+	defer c.Close()
+	if ctx.Err() != nil {
+		_ = c.SetWriteDeadline(time.Now().Add(controlWait))
+		_ = c.WriteJSON(api.InstanceExecControl{Command: "signal", Signal: int(syscall.SIGKILL)})
+	}
 }
 
 func outputOrNone(output string) string {
