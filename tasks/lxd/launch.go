@@ -117,7 +117,14 @@ func (l *Launch) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 	}
 	fingerprint := ""
 	if ref.server == "" {
-		if fingerprint, err = resolveLocalImage(srv, ref.name); err != nil {
+		fingerprint, err = resolveLocalImage(srv, ref.name)
+		// An image deleted after the launch does not make the instance wrong: it
+		// is checked without its image, since there is nothing to compare with.
+		if errors.Is(err, errImageNotFound) && l.instanceExists(srv) {
+			fmt.Fprintf(env.Stdout, "image %q is no longer in the image store; instance %q is checked without it\n", l.Image, l.Name)
+			err = nil
+		}
+		if err != nil {
 			return nil, fmt.Errorf("launch %q: %w", l.Name, err)
 		}
 	}
@@ -216,6 +223,11 @@ func (l *Launch) changeState(ctx context.Context, srv lxdclient.InstanceServer, 
 	}
 	fmt.Fprintf(env.Stdout, "instance %q %s\n", l.Name, done)
 	return nil
+}
+
+func (l *Launch) instanceExists(srv lxdclient.InstanceServer) bool {
+	_, _, err := srv.GetInstance(l.Name)
+	return err == nil
 }
 
 // diffs compares an existing instance with the declaration. Only declared

@@ -191,3 +191,24 @@ func TestLaunchWaitForTimeoutKillsHungProbe(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// An image deleted after the launch does not fail the re-run of an instance
+// created from it: there is nothing to compare, and the instance is as declared.
+func TestLaunchRerunAfterItsImageWasDeleted(t *testing.T) {
+	name, alias := testName("launch"), testName("alias")
+	deleteInstanceAtCleanup(t, name)
+	lxc(t, "image", "alias", "create", alias, imageFingerprint(t, testImage(t)))
+	t.Cleanup(func() { _ = lxcQuiet("image", "alias", "delete", alias) })
+	l := &Launch{Name: name, Image: alias}
+	mustValidateAndRun(t, l)
+	lxc(t, "image", "alias", "delete", alias)
+
+	_, printed := mustValidateAndRun(t, l)
+	wantContains(t, "re-run output", printed, "is no longer in the image store", `instance "`+name+`" already present`)
+
+	l.Name = testName("launch")
+	deleteInstanceAtCleanup(t, l.Name)
+	if _, _, err := validateAndRun(t, l); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("launching a new instance from the deleted image: %v, want not found", err)
+	}
+}
