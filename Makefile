@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench demo demo-resume demo-teardown lab-setup fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup fmt lint clean
 
 all: build
 
@@ -39,6 +39,15 @@ e2e: build
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./engine/...
 	bash scripts/bench.sh
+	bash scripts/bench-images.sh
+	bash scripts/bench-lab.sh
+
+# One benchmark family at a time (see docs/performance.md).
+bench-images: build
+	bash scripts/bench-images.sh
+
+bench-lab: build
+	bash scripts/bench-lab.sh
 
 # The main job on this machine: the local lab (LXD members behind proxy devices on
 # 127.0.0.1:16441/16442/16444, a registry on 127.0.0.1:32000). Interrupt it, then

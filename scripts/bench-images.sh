@@ -44,6 +44,15 @@ export GOFLAGS=${GOFLAGS:--buildvcs=false}
 log() { printf 'bench-images: %s\n' "$*" >&2; }
 die() { printf 'bench-images: %s\n' "$*" >&2; exit 1; }
 
+# On a fresh machine (as root) the peers come from Debian's packages.
+missing=()
+[ -x "$REGISTRY" ] || missing+=(docker-registry)
+command -v skopeo >/dev/null || missing+=(skopeo)
+[ -x /usr/bin/time ] || missing+=(time)
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  log "installing ${missing[*]}"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 [ -x "$REGISTRY" ] || die "$REGISTRY is missing (Debian package docker-registry)"
 command -v skopeo >/dev/null || die "skopeo is missing (Debian package skopeo)"
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian package time)"

@@ -17,15 +17,15 @@ go build -o "$FLOW" ./cmd/flow
 bash scripts/lab-setup.sh >/dev/null
 
 teardown() { "$FLOW" run flows/local-lab-teardown.hcl --new --state "$WORK/teardown.db" >/dev/null; }
-secs() { python3 -c "import time; print(f'{time.monotonic():.3f}')"; }
+secs() { date +%s.%N; }
 timed() { # timed LABEL CMD...: prints LABEL and the wall seconds of CMD
   local t0 t1; t0=$(secs); "${@:2}" >"$WORK/out.log" 2>&1 || { cat "$WORK/out.log"; exit 1; }; t1=$(secs)
-  printf '%-34s %7.2f s\n' "$1" "$(python3 -c "print($t1-$t0)")"
+  printf '%-34s %7.2f s\n' "$1" "$(echo "$t1 $t0" | awk '{print $1 - $2}')"
 }
-succeeded() { "$FLOW" status --json --state "$1" 2>/dev/null |
-  python3 -c 'import json,sys; print(sum(t["status"]=="succeeded" for t in json.load(sys.stdin)["tasks"]))' 2>/dev/null || echo 0; }
+# status --json prints one "status" line per task after its "address" line.
+succeeded() { "$FLOW" status --json --state "$1" 2>/dev/null | sed 1,5d | grep -c '"status": "succeeded"' || true; }
 last_running() { "$FLOW" status --json --state "$1" 2>/dev/null |
-  python3 -c 'import json,sys; print(any(t["address"]=="image_mirror.karmada" and t["status"]=="running" for t in json.load(sys.stdin)["tasks"]))' 2>/dev/null || echo False; }
+  grep -A1 '"address": "image_mirror.karmada"' | grep -q '"status": "running"' && echo True || echo False; }
 total=$("$FLOW" plan flows/local-lab.hcl --state "$WORK/plan.db" 2>/dev/null | grep -c '^  run' || true)
 
 for rep in $(seq "$REPS"); do
