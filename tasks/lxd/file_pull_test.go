@@ -88,13 +88,7 @@ func TestFilePullErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, _, err := validateAndRun(t, &tt.pull)
-			if err == nil || err.Error() != tt.wantErr {
-				t.Errorf("Run error = %v\nwant %s", err, tt.wantErr)
-			}
-			if out != nil {
-				t.Errorf("outputs = %v, want none", out)
-			}
+			wantRunError(t, &tt.pull, tt.wantErr)
 		})
 	}
 }

@@ -264,13 +264,7 @@ func TestFilePushErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, _, err := validateAndRun(t, &tt.push)
-			if err == nil || err.Error() != tt.wantErr {
-				t.Errorf("Run error = %v\nwant %s", err, tt.wantErr)
-			}
-			if out != nil {
-				t.Errorf("outputs = %v, want none", out)
-			}
+			wantRunError(t, &tt.push, tt.wantErr)
 		})
 	}
 }

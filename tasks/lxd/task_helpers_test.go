@@ -145,3 +145,15 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 		}
 	}
 }
+
+// wantRunError runs task and wants exactly the error wantErr and no outputs.
+func wantRunError(t *testing.T, task tasks.Task, wantErr string) {
+	t.Helper()
+	out, _, err := validateAndRun(t, task)
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("Run error = %v\nwant %s", err, wantErr)
+	}
+	if out != nil {
+		t.Errorf("outputs = %v, want none", out)
+	}
+}
