@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 out=.lab/busybox.tar.gz
 busybox=/bin/busybox
 [ -x "$busybox" ] || { echo "busybox-image: $busybox missing (Debian package busybox-static)" >&2; exit 1; }
+if ldd "$busybox" >/dev/null 2>&1; then
+  echo "busybox-image: $busybox is dynamically linked; install Debian's busybox-static" >&2; exit 1
+fi
 stamp=".lab/busybox.source"
 want="$(sha256sum "$busybox" | cut -d' ' -f1) v1"
 if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then echo "$out"; exit 0; fi

@@ -16,7 +16,8 @@ install_packages() {
   local missing=()
   command -v lxd >/dev/null || missing+=(lxd lxd-client)
   command -v docker-registry >/dev/null || missing+=(docker-registry)
-  [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || missing+=(busybox-static)
+  # The image needs the static build: a container has no libc for a dynamic one.
+  { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || missing+=(busybox-static)
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || fail "missing ${missing[*]} and cannot apt-get install (not root)"
   echo "lab-setup: installing ${missing[*]}"
