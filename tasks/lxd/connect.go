@@ -5,23 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
 )
 
-// remoteKeys are the keys a task's `remote` map may hold. Certificate and key
-// values are file paths, so key material stays on disk and never enters the
-// flow's values, logs or state.
-var remoteKeys = map[string]string{
-	"address":     "https://HOST:PORT of an LXD server; empty means the local unix socket",
-	"socket":      "unix socket path; default $LXD_SOCKET, else $LXD_DIR/unix.socket, else LXD's standard paths",
-	"project":     "LXD project the task works in; default the server's default project",
-	"client_cert": "path of the PEM client certificate trusted by the server (address only)",
-	"client_key":  "path of the PEM private key of client_cert (address only)",
-	"server_cert": "path of the server's PEM certificate, pinned instead of CA verification (address only)",
-}
+// remoteKeys are the keys a task's `remote` map may hold, as RemoteDoc explains
+// them, in the order errors list them. Certificate and key values are file paths,
+// so key material stays on disk and never enters the flow's values, logs or state.
+var remoteKeys = []string{"address", "client_cert", "client_key", "project", "server_cert", "socket"}
 
 // RemoteDoc is the documentation of the `remote` attribute, shared by every
 // LXD task type.
@@ -32,13 +26,13 @@ const RemoteDoc = `LXD server to use, as a map: address (https://HOST:PORT; empt
 func validateRemote(remote map[string]string) error {
 	var unknown []string
 	for k := range remote {
-		if _, ok := remoteKeys[k]; !ok {
+		if !slices.Contains(remoteKeys, k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return fmt.Errorf("unknown key %q; known keys are %s", unknown[0], strings.Join(sortedKeys(remoteKeys), ", "))
+		return fmt.Errorf("unknown key %q; known keys are %s", unknown[0], strings.Join(remoteKeys, ", "))
 	}
 	addr := remote["address"]
 	if addr == "" {
