@@ -2,6 +2,7 @@ package lxd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,7 +32,7 @@ const cancelGrace = 5 * time.Second
 // connection is bound to the cancelled ctx), then returns ctx's error. Not every
 // LXD operation is cancellable; a refused cancel is ignored.
 func waitOp(ctx context.Context, remote map[string]string, op lxdclient.Operation) error {
-	err := op.WaitContext(ctx)
+	err := waitOpEvents(ctx, op)
 	if ctx.Err() == nil {
 		return err
 	}
@@ -43,6 +44,33 @@ func waitOp(ctx context.Context, remote map[string]string, op lxdclient.Operatio
 		}
 	}
 	return ctx.Err()
+}
+
+// opRecheck is how long waitOp trusts the event stream before it asks the
+// server for the operation's state itself.
+const opRecheck = 5 * time.Second
+
+// waitOpEvents waits on LXD's event stream, and every opRecheck also reads the
+// operation over REST: an event lost on a busy daemon must not turn a finished
+// operation into a hang.
+func waitOpEvents(ctx context.Context, op lxdclient.Operation) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, opRecheck)
+		err := op.WaitContext(wctx)
+		cancel()
+		if wctx.Err() == nil || ctx.Err() != nil {
+			return err
+		}
+		if rerr := op.Refresh(); rerr != nil {
+			continue
+		}
+		if got := op.Get(); got.StatusCode.IsFinal() {
+			if got.Err != "" {
+				return errors.New(got.Err)
+			}
+			return nil
+		}
+	}
 }
 
 // settleInstance waits until no running LXD background operation touches the

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes and Karmada binaries the Karmada tests and the local
+# Karmada lab run, once per version, from the Go module proxy, and installs
+# Debian's etcd. Binaries are cached in $FLOW_BIN_CACHE (default
+# ~/.cache/flow/bin) under NAME-VERSION; a cached binary is never rebuilt.
+# Prints the cache directory on its last line. Build times are logged to
+# $FLOW_BIN_CACHE/build-times.log (docs/performance.md quotes them).
+#
+#   scripts/k8s-bins.sh            build what is missing
+#   K8S_VERSION=v1.31.4 KARMADA_VERSION=v1.13.0 scripts/k8s-bins.sh
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-v1.31.4}"
+KARMADA_VERSION="${KARMADA_VERSION:-v1.13.0}"
+CACHE="${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}"
+mkdir -p "$CACHE"
+export GOFLAGS=-mod=mod CGO_ENABLED=0
+
+log() { echo "k8s-bins: $*" >&2; }
+fail() { log "$*"; exit 1; }
+
+timed_build() { # timed_build NAME OUT BUILD-COMMAND...
+  local name=$1 out=$2; shift 2
+  local start=$SECONDS
+  log "building $name (this takes minutes, once per version)"
+  "$@" || fail "building $name failed"
+  mv "$out.tmp" "$out"
+  echo "$(date -u +%FT%TZ) $name $((SECONDS - start))s" >>"$CACHE/build-times.log"
+  log "built $name in $((SECONDS - start))s"
+}
+
+# etcd: Debian's etcd-server (3.4), as the member containers and the Karmada
+# API server use it.
+if ! command -v etcd >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "installing etcd-server"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+    # The package may start a system etcd on 2379; the tests bring their own.
+    pkill -x etcd 2>/dev/null || true
+  fi
+  command -v etcd >/dev/null || fail "etcd is missing (Debian package etcd-server)"
+fi
+
+# Kubernetes: k8s.io/kubernetes replaces its staging modules, so it builds
+# only from a wrapper module that repeats every replace line.
+k8s_build() {
+  local dir="$CACHE/src/kubernetes-$K8S_VERSION" minor="v0${K8S_VERSION#v1}"
+  mkdir -p "$dir"
+  if [ ! -f "$dir/go.sum" ]; then
+    {
+      echo "module flowk8sbuild"
+      echo "go 1.23"
+      echo "require k8s.io/kubernetes $K8S_VERSION"
+      for m in api apiextensions-apiserver apimachinery apiserver cli-runtime client-go \
+        cloud-provider cluster-bootstrap code-generator component-base component-helpers \
+        controller-manager cri-api cri-client csi-translation-lib dynamic-resource-allocation \
+        endpointslice kms kube-aggregator kube-controller-manager kube-proxy kube-scheduler \
+        kubectl kubelet metrics mount-utils pod-security-admission sample-apiserver; do
+        echo "replace k8s.io/$m => k8s.io/$m $minor"
+      done
+    } >"$dir/go.mod"
+    cat >"$dir/tools.go" <<'EOF'
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+EOF
+    (cd "$dir" && go mod tidy) || fail "resolving k8s.io/kubernetes $K8S_VERSION"
+  fi
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
+  for cmd in kube-apiserver kube-controller-manager; do
+    local out="$CACHE/$cmd-$K8S_VERSION"
+    [ -x "$out" ] && continue
+    timed_build "$cmd $K8S_VERSION" "$out" \
+      bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp' k8s.io/kubernetes/cmd/$cmd"
+  done
+}
+
+karmada_build() {
+  local dir="$CACHE/src/karmada-$KARMADA_VERSION"
+  mkdir -p "$dir"
+  if [ ! -f "$dir/go.sum" ]; then
+    printf 'module flowkarmadabuild\ngo 1.23\n' >"$dir/go.mod"
+    cat >"$dir/tools.go" <<'EOF'
+package tools
+
+import (
+	_ "github.com/karmada-io/karmada/pkg/karmadactl"
+)
+EOF
+    (cd "$dir" && go get "github.com/karmada-io/karmada@$KARMADA_VERSION" && go mod tidy) ||
+      fail "resolving github.com/karmada-io/karmada $KARMADA_VERSION"
+  fi
+  local ld="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$KARMADA_VERSION"
+  local name pkg
+  for pair in karmadactl:cmd/karmadactl karmada-controller-manager:cmd/controller-manager \
+    karmada-scheduler:cmd/scheduler karmada-webhook:cmd/webhook; do
+    name=${pair%%:*} pkg=${pair#*:}
+    local out="$CACHE/$name-$KARMADA_VERSION"
+    [ -x "$out" ] && continue
+    timed_build "$name $KARMADA_VERSION" "$out" \
+      bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp' github.com/karmada-io/karmada/$pkg"
+  done
+  # Karmada's CRDs ship in the module; the karmada-apiserver is a plain
+  # kube-apiserver with these applied.
+  local crds="$CACHE/karmada-crds-$KARMADA_VERSION"
+  if [ ! -d "$crds" ]; then
+    local src
+    src="$(cd "$dir" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)/charts/karmada/_crds/bases"
+    [ -d "$src" ] || fail "no CRDs at $src"
+    rm -rf "$crds.tmp" && cp -r "$src" "$crds.tmp" && chmod -R u+w "$crds.tmp" && mv "$crds.tmp" "$crds"
+  fi
+}
+
+k8s_build
+karmada_build
+echo "$CACHE"
