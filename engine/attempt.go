@@ -122,6 +122,7 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 // and encodes outputs for the state unless they derive from a secret.
 func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outputs, res *attemptResult) error {
 	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
+	redact := ev.sensitive
 	for _, o := range inst.Task.Kind.Outputs {
 		v, ok := outputs[o.Name]
 		if !ok {
@@ -131,13 +132,17 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 		if err != nil {
 			return fmt.Errorf("output %q: %w", o.Name, err)
 		}
-		if ev.sensitive {
+		if ev.sensitive || o.Sensitive {
 			cv = cv.Mark(config.Sensitive)
+			redact = true
+			if o.Sensitive {
+				c.plan.Scope.AddSecrets(cv)
+			}
 		}
 		conv[o.Name] = cv
 	}
 	res.value = instanceValue(inst.Task, ev.inputs, conv)
-	if ev.sensitive {
+	if redact {
 		res.redacted = true
 		return nil
 	}

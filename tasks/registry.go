@@ -28,6 +28,9 @@ type Output struct {
 	Name string
 	Type cty.Type
 	Doc  string
+	// Sensitive outputs (tokens, keys) are redacted wherever a sensitive variable
+	// is, and never stored: a resumed run runs their task again.
+	Sensitive bool
 }
 
 // Registry maps type names to Types. The zero value is not usable; call NewRegistry.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -18,14 +19,26 @@ type mark string
 const Sensitive = mark("sensitive")
 
 // Scope holds what is known before any task runs: variables, locals and functions.
-// It is read-only once built and safe for concurrent use.
+// It is safe for concurrent use; only its secrets grow after it is built, when a
+// task publishes a sensitive output (AddSecrets).
 type Scope struct {
 	Vars      map[string]cty.Value
 	Locals    map[string]cty.Value
 	Functions map[string]function.Function
-	// Secrets are the text forms of every sensitive value, longest first, for redaction.
-	Secrets []string
-	path    cty.Value
+	// Secrets are the text forms of every sensitive value, longest first, for
+	// redaction. Read them through Redact once tasks run.
+	Secrets   []string
+	secretsMu sync.RWMutex
+	path      cty.Value
+}
+
+// AddSecrets adds the text forms of v's sensitive parts (a task's sensitive
+// output, such as a join token) to what Redact replaces.
+func (s *Scope) AddSecrets(v cty.Value) {
+	s.secretsMu.Lock()
+	defer s.secretsMu.Unlock()
+	s.Secrets = appendSecrets(s.Secrets, v)
+	sort.Slice(s.Secrets, func(i, j int) bool { return len(s.Secrets[i]) > len(s.Secrets[j]) })
 }
 
 // NewScope evaluates the locals (in dependency order) over the assigned variables.
@@ -94,6 +107,8 @@ func (s *Scope) EvalContext(key, value cty.Value) *hcl.EvalContext {
 
 // Redact replaces every secret in text with "(sensitive)".
 func (s *Scope) Redact(text string) string {
+	s.secretsMu.RLock()
+	defer s.secretsMu.RUnlock()
 	for _, sec := range s.Secrets {
 		text = strings.ReplaceAll(text, sec, "(sensitive)")
 	}

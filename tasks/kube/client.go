@@ -1,0 +1,45 @@
+// Package kube holds the Kubernetes task types (kubeconfig, k8s_apply) and the
+// connection every Kubernetes-facing task shares: a kubeconfig file and an
+// optional context, resolved as kubectl resolves them. It does not start API
+// servers (see kubetest) or wait for readiness (see tasks/wait).
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// KubeconfigDoc and ContextDoc document the connection attributes of every
+// Kubernetes task, so the reference pages say the same thing.
+const (
+	KubeconfigDoc = "Path of the kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."
+	ContextDoc    = "Context in the kubeconfig to use; default its current-context."
+)
+
+// RESTConfig loads the client configuration for kubeconfig (a path; "" means
+// kubectl's default rules) and context ("" means the current context). Errors
+// name the file and the context. Credentials stay in the returned config and
+// never in errors.
+func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		where := kubeconfig
+		if where == "" {
+			where = "the default kubeconfig"
+		}
+		if context != "" {
+			return nil, fmt.Errorf("load %s (context %q): %w", where, context, err)
+		}
+		return nil, fmt.Errorf("load %s: %w", where, err)
+	}
+	// Long waits poll; a client-side rate limit would only slow them.
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
