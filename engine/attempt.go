@@ -122,7 +122,7 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 // and encodes outputs for the state unless they derive from a secret.
 func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outputs, res *attemptResult) error {
 	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
-	redact := ev.sensitive
+	redact := false
 	for _, o := range inst.Task.Kind.Outputs {
 		v, ok := outputs[o.Name]
 		if !ok {
@@ -132,12 +132,14 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 		if err != nil {
 			return fmt.Errorf("output %q: %w", o.Name, err)
 		}
-		if ev.sensitive || o.Sensitive {
+		secret := o.Sensitive || cv.ContainsMarked()
+		if secret || (ev.sensitive && !o.Clean) {
+			cv, _ = cv.UnmarkDeep()
 			cv = cv.Mark(config.Sensitive)
 			redact = true
-			if o.Sensitive {
-				c.plan.Scope.AddSecrets(cv)
-			}
+		}
+		if secret {
+			c.plan.Scope.AddSecrets(cv)
 		}
 		conv[o.Name] = cv
 	}

@@ -290,6 +290,8 @@ func testRegistry(rec *recorder) *tasks.Registry {
 		New: func() tasks.Task { return &blockTask{rec: rec} }})
 	reg.MustRegister(tasks.Type{Name: "test_echo", Outputs: valueOutput,
 		New: func() tasks.Task { return &echoTask{rec: rec} }})
+	reg.MustRegister(tasks.Type{Name: "test_secret", Outputs: secretOutputs,
+		New: func() tasks.Task { return &secretTask{rec: rec} }})
 	return reg
 }
 
@@ -495,3 +497,23 @@ func statuses(recs []*state.Instance) string {
 	}
 	return b.String()
 }
+
+// secretTask publishes its value marked sensitive at run time, as a task whose
+// command printed a token does, and a clean output derived from nothing secret.
+type secretTask struct {
+	rec   *recorder
+	Value string `hcl:"value"`
+}
+
+func (t *secretTask) Validate() error { return nil }
+
+func (t *secretTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	t.rec.begin(env.Address, t.Value)
+	defer t.rec.end(env.Address)
+	return tasks.Outputs{
+		"value": cty.StringVal(t.Value).Mark(tasks.SensitiveMark),
+		"path":  cty.StringVal("/etc/flow/secret.conf"),
+	}, nil
+}
+
+var secretOutputs = []tasks.Output{{Name: "value", Type: cty.String}, {Name: "path", Type: cty.String, Clean: true}}

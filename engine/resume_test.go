@@ -304,3 +304,44 @@ test_sleep.b["y"]
 		}
 	}
 }
+
+// A task can mark an output secret at run time (a token it read): dependents see
+// the real value, every printed line and the state do not, and outputs declared
+// Clean stay plain even when the task's inputs were secret.
+func TestSensitiveOutputsFromTasks(t *testing.T) {
+	const secret = "tok-abcdef123456"
+	src := `
+task "test_secret" "tok" {
+  value = "` + secret + `"
+}
+
+task "test_echo" "use" {
+  value = "using ${test_secret.tok.value}"
+}
+
+task "test_echo" "path" {
+  value = test_secret.tok.path
+}
+`
+	h := newHarness(t)
+	o := h.run(context.Background(), h.plan(src), engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("status %s\n%s", o.res.Status, statuses(o.res.Records))
+	}
+	if got, _ := h.rec.input("test_echo.use"); got != "using "+secret {
+		t.Errorf("test_echo.use received %q, want the real value", got)
+	}
+	if strings.Contains(o.out, "abcdef123456") || !strings.Contains(o.out, "[test_echo.use] using (sensitive)") {
+		t.Errorf("output leaks the secret or lacks the redacted line:\n%s", o.out)
+	}
+	stored := h.stored(o.runID)
+	for addr, wantRedacted := range map[string]bool{"test_secret.tok": true, "test_echo.use": true, "test_echo.path": false} {
+		if r := stored[addr]; r.Redacted != wantRedacted {
+			t.Errorf("%s: stored Redacted=%v, want %v (outputs %v)", addr, r.Redacted, wantRedacted, r.Outputs)
+		}
+	}
+	js, _ := json.Marshal(stored)
+	if strings.Contains(string(js), "abcdef123456") {
+		t.Errorf("stored records leak the secret: %s", js)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // CaptureLimit bounds each captured output: the first 64 KiB are kept.
@@ -18,6 +20,7 @@ type Capture struct {
 	err       error // first stream error
 	buf       []byte
 	truncated bool
+	sensitive bool
 }
 
 // NewCapture returns a Capture streaming to stream; nil streams nowhere.
@@ -26,6 +29,22 @@ func NewCapture(stream io.Writer) *Capture {
 		stream = io.Discard
 	}
 	return &Capture{stream: stream}
+}
+
+// NewSensitiveCapture returns a Capture that streams nothing, for output that is
+// itself a secret (a kubeconfig, a join token). Its Value is marked sensitive.
+func NewSensitiveCapture() *Capture {
+	return &Capture{stream: io.Discard, sensitive: true}
+}
+
+// Value returns String as a cty string, marked with SensitiveMark when the
+// capture is sensitive.
+func (c *Capture) Value() cty.Value {
+	v := cty.StringVal(c.String())
+	if c.sensitive {
+		return v.Mark(SensitiveMark)
+	}
+	return v
 }
 
 func (c *Capture) Write(p []byte) (int, error) {

@@ -29,9 +29,19 @@ type Output struct {
 	Type cty.Type
 	Doc  string
 	// Sensitive outputs (tokens, keys) are redacted wherever a sensitive variable
-	// is, and never stored: a resumed run runs their task again.
+	// is, and never stored: a resumed run runs their task again. A task may also
+	// mark one output value sensitive at run time with SensitiveMark.
 	Sensitive bool
+	// Clean outputs never carry input material (a written file's path, a count),
+	// so a sensitive input does not make them sensitive.
+	Clean bool
 }
+
+type mark string
+
+// SensitiveMark marks a cty value as secret: the engine redacts its text from
+// every line it prints and keeps it out of the state.
+const SensitiveMark = mark("sensitive")
 
 // Registry maps type names to Types. The zero value is not usable; call NewRegistry.
 // A Registry is filled once at start-up and then only read, so reads need no locking;

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/flowdev/flow/tasks"
 	"os"
 	"sort"
 	"strings"
@@ -12,11 +13,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 )
 
-type mark string
-
 // Sensitive marks values derived from sensitive variables. The engine keeps such values
 // out of logs and state.
-const Sensitive = mark("sensitive")
+const Sensitive = tasks.SensitiveMark
 
 // Scope holds what is known before any task runs: variables, locals and functions.
 // It is safe for concurrent use; only its secrets grow after it is built, when a

@@ -7,6 +7,7 @@
 package exec
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/flowdev/flow/tasks"
@@ -16,12 +17,13 @@ import (
 // Exec runs a command (argv, no shell) or a script (by /bin/sh -c). It is the hcl config
 // struct of the exec task type.
 type Exec struct {
-	Command     []string          `hcl:"command,optional" doc:"Program and arguments, run directly without a shell; the program is looked up in PATH unless it contains a slash. Exactly one of command and script is required."`
-	Script      string            `hcl:"script,optional" doc:"Shell script run by /bin/sh -c. Exactly one of command and script is required."`
-	Env         map[string]string `hcl:"env,optional" doc:"Environment variables added to (or overriding) the environment flow runs in."`
-	Dir         string            `hcl:"dir,optional" doc:"Working directory; defaults to the directory flow runs in."`
-	Stdin       string            `hcl:"stdin,optional" doc:"Text written to the command's standard input; empty means no input."`
-	OkExitCodes []int             `hcl:"ok_exit_codes,optional" doc:"Exit codes besides 0 that count as success."`
+	Command         []string          `hcl:"command,optional" doc:"Program and arguments, run directly without a shell; the program is looked up in PATH unless it contains a slash. Exactly one of command and script is required."`
+	Script          string            `hcl:"script,optional" doc:"Shell script run by /bin/sh -c. Exactly one of command and script is required."`
+	Env             map[string]string `hcl:"env,optional" doc:"Environment variables added to (or overriding) the environment flow runs in."`
+	Dir             string            `hcl:"dir,optional" doc:"Working directory; defaults to the directory flow runs in."`
+	Stdin           string            `hcl:"stdin,optional" doc:"Text written to the command's standard input; empty means no input."`
+	OkExitCodes     []int             `hcl:"ok_exit_codes,optional" doc:"Exit codes besides 0 that count as success."`
+	SensitiveStdout bool              `hcl:"sensitive_stdout,optional" doc:"The command prints a secret (a kubeconfig, a token): its stdout is not shown or logged, and the stdout output is sensitive."`
 }
 
 // Register adds the exec task type to r.
@@ -64,6 +66,15 @@ func (e *Exec) what() string {
 		return "script"
 	}
 	return "command " + strconv.Quote(e.Command[0])
+}
+
+// stdoutCapture streams stdout unless it is sensitive.
+func (e *Exec) stdoutCapture(env *tasks.Env) *tasks.Capture {
+	if e.SensitiveStdout {
+		fmt.Fprintln(env.Stdout, "(stdout is sensitive: captured, not shown)")
+		return tasks.NewSensitiveCapture()
+	}
+	return tasks.NewCapture(env.Stdout)
 }
 
 var _ tasks.Task = (*Exec)(nil)

@@ -38,7 +38,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s not started: %w", e.what(), err)
 	}
-	stdout, stderr := tasks.NewCapture(env.Stdout), tasks.NewCapture(env.Stderr)
+	stdout, stderr := e.stdoutCapture(env), tasks.NewCapture(env.Stderr)
 	pipes, err := newOutputPipes()
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	}
 	out := tasks.Outputs{
 		"exit_code": cty.NumberIntVal(int64(code)),
-		"stdout":    cty.StringVal(stdout.String()),
+		"stdout":    stdout.Value(),
 		"stderr":    cty.StringVal(stderr.String()),
 	}
 	if cancelled {

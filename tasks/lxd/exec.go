@@ -16,16 +16,17 @@ import (
 // Exec runs a command or shell script inside an LXD instance. It is the hcl
 // config struct of the lxd_exec task type.
 type Exec struct {
-	Remote      map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
-	Instance    string            `hcl:"instance" doc:"Name of the running instance to run in."`
-	Command     []string          `hcl:"command,optional" doc:"Program and arguments, run directly inside the instance (looked up in the instance's PATH). Exactly one of command and script is required."`
-	Script      string            `hcl:"script,optional" doc:"Shell script run by /bin/sh -c inside the instance. Exactly one of command and script is required."`
-	Env         map[string]string `hcl:"env,optional" doc:"Environment variables added to (or overriding) LXD's default environment for the command (PATH, HOME, USER, LANG)."`
-	Cwd         string            `hcl:"cwd,optional" doc:"Absolute working directory inside the instance; default the user's home (/root)."`
-	User        int               `hcl:"user,optional" doc:"Numeric user ID to run as; default 0 (root)."`
-	Group       int               `hcl:"group,optional" doc:"Numeric group ID to run as; default 0 (root)."`
-	Stdin       string            `hcl:"stdin,optional" doc:"Text written to the command's standard input; empty means no input."`
-	OkExitCodes []int             `hcl:"ok_exit_codes,optional" doc:"Exit codes besides 0 that count as success."`
+	Remote          map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Instance        string            `hcl:"instance" doc:"Name of the running instance to run in."`
+	Command         []string          `hcl:"command,optional" doc:"Program and arguments, run directly inside the instance (looked up in the instance's PATH). Exactly one of command and script is required."`
+	Script          string            `hcl:"script,optional" doc:"Shell script run by /bin/sh -c inside the instance. Exactly one of command and script is required."`
+	Env             map[string]string `hcl:"env,optional" doc:"Environment variables added to (or overriding) LXD's default environment for the command (PATH, HOME, USER, LANG)."`
+	Cwd             string            `hcl:"cwd,optional" doc:"Absolute working directory inside the instance; default the user's home (/root)."`
+	User            int               `hcl:"user,optional" doc:"Numeric user ID to run as; default 0 (root)."`
+	Group           int               `hcl:"group,optional" doc:"Numeric group ID to run as; default 0 (root)."`
+	Stdin           string            `hcl:"stdin,optional" doc:"Text written to the command's standard input; empty means no input."`
+	OkExitCodes     []int             `hcl:"ok_exit_codes,optional" doc:"Exit codes besides 0 that count as success."`
+	SensitiveStdout bool              `hcl:"sensitive_stdout,optional" doc:"The command prints a secret (a kubeconfig, a token): its stdout is not shown or logged, and the stdout output is sensitive."`
 }
 
 func execType() tasks.Type {
@@ -101,7 +102,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec in %q: %w", e.Instance, err)
 	}
-	stdout, stderr := tasks.NewCapture(env.Stdout), tasks.NewCapture(env.Stderr)
+	stdout, stderr := e.stdoutCapture(env), tasks.NewCapture(env.Stderr)
 	run, err := startExec(srv, e.Remote, e.Instance, e.request(), e.Stdin, stdout, stderr)
 	if isNotFound(err) {
 		return nil, fmt.Errorf("exec in %q: instance not found", e.Instance)
@@ -112,7 +113,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	code, waitErr := run.wait(ctx, env.Logger)
 	out := tasks.Outputs{
 		"exit_code": cty.NumberIntVal(int64(code)),
-		"stdout":    cty.StringVal(stdout.String()),
+		"stdout":    stdout.Value(),
 		"stderr":    cty.StringVal(stderr.String()),
 	}
 	switch {
@@ -151,6 +152,15 @@ func (e *Exec) request() api.InstanceExecPost {
 // lastLine returns the last non-empty line of s (already trimmed).
 func lastLine(s string) string {
 	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
+}
+
+// stdoutCapture streams stdout unless it is sensitive.
+func (e *Exec) stdoutCapture(env *tasks.Env) *tasks.Capture {
+	if e.SensitiveStdout {
+		fmt.Fprintln(env.Stdout, "(stdout is sensitive: captured, not shown)")
+		return tasks.NewSensitiveCapture()
+	}
+	return tasks.NewCapture(env.Stdout)
 }
 
 var _ tasks.Task = (*Exec)(nil)
