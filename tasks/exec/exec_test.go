@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/flowdev/flow/tasks"
@@ -57,6 +59,7 @@ func TestAttributes(t *testing.T) {
 		{"dir", cty.String},
 		{"stdin", cty.String},
 		{"ok_exit_codes", cty.List(cty.Number)},
+		{"sensitive_stdout", cty.Bool},
 	}
 	if len(attrs) != len(want) {
 		t.Fatalf("got %d attributes, want %d: %+v", len(attrs), len(want), attrs)
@@ -66,5 +69,23 @@ func TestAttributes(t *testing.T) {
 		if a.Name != w.name || !a.Type.Equals(w.typ) || a.Required || a.Doc == "" {
 			t.Errorf("attribute %d = %+v, want optional %s of type %s with a doc", i, a, w.name, w.typ.FriendlyName())
 		}
+	}
+}
+
+func TestSensitiveStdoutIsCapturedNotShown(t *testing.T) {
+	env, printed := taskstest.NewEnv(t)
+	out, err := (&Exec{Script: "echo token-0123456789; echo visible >&2", SensitiveStdout: true}).Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(printed.String(), "token-0123456789") || !strings.Contains(printed.String(), "visible") {
+		t.Errorf("printed %q: want stderr shown and the secret stdout not", printed.String())
+	}
+	v := out["stdout"]
+	if !v.HasMark(tasks.SensitiveMark) {
+		t.Fatalf("stdout output %#v is not marked sensitive", v)
+	}
+	if plain, _ := v.Unmark(); plain.AsString() != "token-0123456789" {
+		t.Errorf("stdout output = %q", plain.AsString())
 	}
 }
