@@ -160,6 +160,8 @@ func TestFunctions(t *testing.T) {
 		"unset":    cty.StringVal(""),
 		"dir":      cty.StringVal("/srv/www"),
 		"base":     cty.StringVal("index.html"),
+		"b64":      cty.StringVal("ZmxvdyDinJM="),
+		"unb64":    cty.StringVal("flow ✓"),
 	}
 	for name, w := range want {
 		g, ok := got[name]

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
@@ -54,6 +57,9 @@ func Functions(baseDir string) map[string]function.Function {
 		"file":     fileFunc(baseDir),
 		"basename": pathFunc("Returns the last element of a path.", filepath.Base),
 		"dirname":  pathFunc("Returns all but the last element of a path.", filepath.Dir),
+		"base64encode": stringFunc("Returns the standard base64 encoding of a string's UTF-8 bytes.",
+			func(s string) (string, error) { return base64.StdEncoding.EncodeToString([]byte(s)), nil }),
+		"base64decode": stringFunc("Decodes standard base64; the result must be UTF-8 text.", decodeBase64),
 	}
 	// templatefile sees every function but itself, so a template cannot recurse.
 	plain := make(map[string]function.Function, len(fns))
@@ -208,3 +214,30 @@ var lengthFunc = function.New(&function.Spec{
 		return stdlib.Length(args[0])
 	},
 })
+
+// stringFunc wraps a string -> string function for HCL; marks (sensitive) carry over.
+func stringFunc(desc string, f func(string) (string, error)) function.Function {
+	return function.New(&function.Spec{
+		Description: desc,
+		Params:      []function.Parameter{{Name: "str", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			out, err := f(args[0].AsString())
+			if err != nil {
+				return cty.UnknownVal(cty.String), err
+			}
+			return cty.StringVal(out), nil
+		},
+	})
+}
+
+func decodeBase64(s string) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", fmt.Errorf("not valid base64: %w", err)
+	}
+	if !utf8.Valid(b) {
+		return "", errors.New("the decoded bytes are not UTF-8 text")
+	}
+	return string(b), nil
+}

@@ -18,6 +18,8 @@ locals {
   upper    = upper(local.greeting)
   dir      = dirname("/srv/www/index.html")
   base     = basename("/srv/www/index.html")
+  b64      = base64encode("flow ✓")
+  unb64    = base64decode(local.b64)
 }
 
 task "exec" "render" {
