@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup k8s-bins karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -12,11 +12,14 @@ build:
 	$(GO) build -o $(BIN) ./cmd/flow
 
 # Everything the tests need is installed and started by the project itself:
-# scripts/prereqs.sh checks (and on a fresh machine installs) the tools they use, and
-# scripts/lab-setup.sh installs and starts the LXD daemon the LXD tests talk to.
+# scripts/prereqs.sh checks (and on a fresh machine installs) the tools they use,
+# scripts/lab-setup.sh installs and starts the LXD daemon the LXD tests talk to, and
+# scripts/k8s-bins.sh installs etcd and builds kube-apiserver, kube-controller-manager
+# and the Karmada binaries once per version (about 10 minutes on a fresh machine).
 test: build
 	bash scripts/prereqs.sh
 	bash scripts/lab-setup.sh
+	bash scripts/k8s-bins.sh
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
@@ -64,6 +67,21 @@ demo-resume: build
 
 demo-teardown: build
 	./$(BIN) run flows/local-lab-teardown.hcl --new --state .flow/local-lab-teardown.db
+
+# The Karmada local lab: the members run real API servers, the Karmada control plane runs
+# as host processes, and the members are joined with the real karmadactl.
+KARMADA_STATE := .flow/karmada-local-lab.db
+k8s-bins:
+	bash scripts/k8s-bins.sh
+
+karmada-demo: build lab-setup k8s-bins
+	./$(BIN) run flows/karmada-local-lab.hcl --new --state $(KARMADA_STATE)
+
+karmada-demo-resume: build
+	./$(BIN) resume --state $(KARMADA_STATE)
+
+karmada-demo-teardown: build
+	./$(BIN) run flows/karmada-local-lab-teardown.hcl --new --state .flow/karmada-local-lab-teardown.db
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

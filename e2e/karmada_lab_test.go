@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	lxdclient "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowdev/flow/tasks/kube"
+	"github.com/flowdev/flow/tasks/kube/kubetest"
+)
+
+// The Karmada local lab (flows/karmada-local-lab.hcl) for real: member containers with
+// etcd + kube-apiserver behind LXD proxies, the Karmada control plane as host
+// processes, real karmadactl joins. The run is SIGKILLed at a seeded moment and
+// resumed; then the clusters must be Ready in Karmada and nginx must exist in every
+// member's API server, read back through the forwarded ports. The teardown flow must
+// leave no container, process or file behind.
+
+const karmadaLabTimeout = 10 * time.Minute
+
+var karmadaClusters = schema.GroupVersionResource{Group: "cluster.karmada.io", Version: "v1alpha1", Resource: "clusters"}
+
+func TestKarmadaLocalLabKillAndResume(t *testing.T) {
+	srv := requireLXD(t)
+	for _, bin := range []string{"kube-apiserver", "kube-controller-manager", "etcd", "karmadactl", "karmada-webhook"} {
+		kubetest.Binary(t, bin) // skips, or fails under CI=true, when scripts/k8s-bins.sh has not run
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := filepath.Join(root, "flows", "karmada-local-lab.hcl")
+	teardown := filepath.Join(root, "flows", "karmada-local-lab-teardown.hcl")
+	configDir := filepath.Join(t.TempDir(), "karmada")
+	tag := newTag(t)
+	runTeardown := func() {
+		r := runFlow(t, tag, root, 3*time.Minute, "run", teardown, "--new", "--var", "config_dir="+configDir,
+			"--state", filepath.Join(t.TempDir(), "teardown.db"))
+		if r.code != 0 {
+			t.Fatalf("teardown failed with exit code %d\n%s", r.code, r.desc)
+		}
+	}
+	// The plain local lab uses the same member names and ports.
+	if r := runFlow(t, tag, root, 2*time.Minute, "run", filepath.Join(root, "flows", "local-lab-teardown.hcl"), "--new",
+		"--state", filepath.Join(t.TempDir(), "local-teardown.db")); r.code != 0 {
+		t.Fatalf("local lab teardown exited %d\n%s", r.code, r.desc)
+	}
+	runTeardown()
+
+	seed := uint64(defaultLabSeed)
+	if s, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0xca11))
+	state := filepath.Join(t.TempDir(), "karmada-lab.db")
+	p := start(t, tag, root, "run", lab, "--var", "config_dir="+configDir, "--state", state)
+	first := waitStatus(t, tag, root, state, karmadaLabTimeout, "the plan", func(d statusDoc) bool { return len(d.Tasks) > 0 })
+	at := 3 + rng.IntN(len(first.Tasks)-6)
+	doc := waitStatus(t, tag, root, state, karmadaLabTimeout, fmt.Sprintf("%d succeeded instances", at), func(d statusDoc) bool {
+		return countStatus(d, "succeeded") >= at || d.Status != "running"
+	})
+	if doc.Status != "running" {
+		p.wait(time.Minute)
+		t.Fatalf("the lab ended (%s) before the kill after %d instances\n%s", doc.Status, at, p.describe())
+	}
+	p.killGroup()
+	p.wait(10 * time.Second)
+	t.Logf("SIGKILL after %d of %d instances succeeded (seed %d)", at, len(first.Tasks), seed)
+
+	r := runFlow(t, tag, root, karmadaLabTimeout, "resume", "--state", state)
+	if r.code != 0 {
+		t.Fatalf("resume exited %d\n%s", r.code, r.desc)
+	}
+	checkKarmadaLab(t, configDir)
+
+	runTeardown()
+	checkKarmadaLabGone(t, srv, configDir)
+}
+
+// checkKarmadaLab asserts the finished lab through the files it wrote: every kubeconfig
+// is private, the members are Ready clusters in Karmada, and the propagated nginx
+// Deployment is in every member's API server, reached through its forwarded port.
+func checkKarmadaLab(t *testing.T, configDir string) {
+	t.Helper()
+	ctx := context.Background()
+	karmada := filepath.Join(configDir, "karmada-apiserver.config")
+	for _, path := range []string{karmada, filepath.Join(configDir, "member1.config"), filepath.Join(configDir, "member2.config"), filepath.Join(configDir, "member3.config")} {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("kubeconfig missing: %v", err)
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", path, info.Mode().Perm())
+		}
+	}
+	cfg, err := kube.RESTConfig(karmada, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	for member, port := range labMembers {
+		cluster, err := dyn.Resource(karmadaClusters).Get(ctx, member, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("cluster %s in Karmada: %v", member, err)
+		} else if !conditionTrue(cluster, "Ready") {
+			t.Errorf("cluster %s is not Ready: %v", member, cluster.Object["status"])
+		}
+		mcfg, err := kube.RESTConfig(filepath.Join(configDir, member+".config"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("https://127.0.0.1:%d", port); mcfg.Host != want {
+			t.Errorf("%s.config points at %s, want the forwarded %s", member, mcfg.Host, want)
+		}
+		d, err := kubernetes.NewForConfigOrDie(mcfg).AppsV1().Deployments("default").Get(ctx, "nginx", metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("nginx in %s through port %d: %v", member, port, err)
+			continue
+		}
+		if !karmadaManaged(d.Labels) && !karmadaManaged(d.Annotations) {
+			t.Errorf("nginx in %s carries no Karmada marks: labels %v, annotations %v", member, d.Labels, d.Annotations)
+		}
+	}
+}
+
+func conditionTrue(obj *unstructured.Unstructured, condition string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == condition && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKarmadaLabGone asserts that the teardown left no member, no listening control
+// plane or member port, and no config directory.
+func checkKarmadaLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir string) {
+	t.Helper()
+	names, err := srv.GetInstanceNames(api.InstanceTypeAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, ok := labMembers[n]; ok {
+			t.Errorf("instance %s survived the teardown", n)
+		}
+	}
+	if _, _, err := srv.GetProfile("flow-karmada-lab"); err == nil {
+		t.Error("profile flow-karmada-lab survived the teardown")
+	}
+	for _, port := range []int{16441, 16442, 16444, 5443, 2479, 18443} {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %d still accepts connections after the teardown", port)
+		}
+	}
+	if _, err := os.Stat(configDir); !os.IsNotExist(err) {
+		t.Errorf("config dir %s survived the teardown (stat: %v)", configDir, err)
+	}
+}
+
+// karmadaManaged reports whether Karmada's execution controller marked an object.
+func karmadaManaged(marks map[string]string) bool {
+	for k := range marks {
+		if strings.Contains(k, "karmada.io/") {
+			return true
+		}
+	}
+	return false
+}
