@@ -10,6 +10,7 @@ import (
 	"github.com/flowdev/flow/tasks/exec"
 	"github.com/flowdev/flow/tasks/image"
 	"github.com/flowdev/flow/tasks/lxd"
+	"github.com/flowdev/flow/tasks/process"
 	"github.com/flowdev/flow/tasks/wait"
 )
 
@@ -36,6 +37,7 @@ func registry() (*tasks.Registry, error) {
 		exec.Register,
 		image.Register,
 		lxd.Register,
+		process.Register,
 		wait.Register,
 	} {
 		if err := register(reg); err != nil {

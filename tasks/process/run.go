@@ -1,0 +1,220 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// recreateStopTimeout is how long a process replaced because of recreate has to exit
+// after SIGTERM before it gets SIGKILL.
+var recreateStopTimeout = 30 * time.Second
+
+// running is the process a run works with: one it started or one already present.
+type running struct {
+	rec record
+	// exited is closed when a process this run started has exited and been reaped;
+	// status then says how. It is nil for a process found already running.
+	exited <-chan struct{}
+	status *string
+	// logFrom is where this start's output begins in the log file.
+	logFrom int64
+}
+
+// gone reports whether the process has exited, and how if known.
+func (r *running) gone() (string, bool) {
+	if r.exited != nil {
+		select {
+		case <-r.exited:
+			return *r.status, true
+		default:
+			return "", false
+		}
+	}
+	info, err := inspect(r.rec.PID)
+	if err != nil || r.rec.matches(info) {
+		return "", false
+	}
+	return "exited", true
+}
+
+// Run starts the process unless pid_file names it running already, then waits until it
+// is ready. Cancelling ctx stops the wait, never the process.
+func (p *Process) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	logFile, err := filepath.Abs(p.LogFile)
+	if err != nil {
+		return nil, fmt.Errorf("log_file %s: %w", p.LogFile, err)
+	}
+	out := stdout(env)
+	r, err := p.ensure(ctx, out, logFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.waitReady(ctx, out, r, logFile); err != nil {
+		return nil, err
+	}
+	return tasks.Outputs{
+		"pid":      cty.NumberIntVal(int64(r.rec.PID)),
+		"log_file": cty.StringVal(logFile),
+	}, nil
+}
+
+// ensure returns the process pid_file names if it runs this command, and otherwise
+// starts one: over a stale pid file, or after stopping a different command if
+// recreate is set.
+func (p *Process) ensure(ctx context.Context, out io.Writer, logFile string) (*running, error) {
+	rec, ok, err := readRecord(p.PIDFile)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", p.program(), err)
+	}
+	if ok {
+		info, err := inspect(rec.PID)
+		if err != nil {
+			return nil, fmt.Errorf("start %q: %w", p.program(), err)
+		}
+		switch {
+		case !rec.matches(info):
+			fmt.Fprintf(out, "pid file %s is stale: %s no longer runs; replacing it\n", p.PIDFile, rec.label())
+		case slices.Equal(rec.Argv, p.Command):
+			fmt.Fprintf(out, "%s already present\n", rec.label())
+			return &running{rec: rec}, nil
+		case !p.Recreate:
+			return nil, fmt.Errorf("start %q: pid file %s names %s running %s, not %s; set recreate = true to replace it",
+				p.program(), p.PIDFile, rec.label(), argvString(rec.Argv), argvString(p.Command))
+		default:
+			fmt.Fprintf(out, "%s runs %s, not %s; recreating it\n", rec.label(), argvString(rec.Argv), argvString(p.Command))
+			if err := stop(ctx, out, rec, syscall.SIGTERM, recreateStopTimeout); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p.start(ctx, out, logFile)
+}
+
+// start launches the process in a new session with its output appended to logFile,
+// records it in pid_file and reaps it in the background should it exit while flow runs.
+func (p *Process) start(ctx context.Context, out io.Writer, logFile string) (*running, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", p.program(), err)
+	}
+	log, logFrom, err := openLog(logFile)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", p.program(), err)
+	}
+	cmd := p.command(log)
+	err = cmd.Start()
+	_ = log.Close() // the process has its own descriptor
+	if err != nil {
+		return nil, p.startError(err)
+	}
+	pid := cmd.Process.Pid
+	info, err := inspect(pid) // not reaped yet, so readable even if it exited already
+	if err == nil && info.start == 0 {
+		err = errors.New("no start time in /proc")
+	}
+	rec := record{PID: pid, Argv: p.Command, Start: info.start, BootID: bootID()}
+	if err == nil {
+		err = writeRecord(p.PIDFile, rec)
+	}
+	if err != nil {
+		// Unrecorded, nothing could ever find or stop it.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("start %q: %w", p.program(), err)
+	}
+	exited := make(chan struct{})
+	status := new(string)
+	go func() {
+		_ = cmd.Wait()
+		*status = exitStatus(cmd.ProcessState)
+		close(exited)
+	}()
+	fmt.Fprintf(out, "started %s, logging to %s\n", rec.label(), logFile)
+	return &running{rec: rec, exited: exited, status: status, logFrom: logFrom}, nil
+}
+
+// openLog opens path for appending, creating it and its directory, marks where this
+// start begins and returns the offset of what the process will write.
+func openLog(path string) (*os.File, int64, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, 0, fmt.Errorf("open log_file: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open log_file: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "--- started by flow at %s ---\n", time.Now().UTC().Format(time.RFC3339))
+	var offset int64
+	if err == nil {
+		offset, err = f.Seek(0, io.SeekEnd)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, fmt.Errorf("write log_file %s: %w", path, err)
+	}
+	return f, offset, nil
+}
+
+// command builds the detached process: a new session (so neither a terminal's signals
+// nor flow's exit reach it), stdin from /dev/null, stdout and stderr to log.
+func (p *Process) command(log *os.File) *osexec.Cmd {
+	cmd := osexec.Command(p.Command[0], p.Command[1:]...)
+	cmd.Dir = p.Dir
+	if len(p.Env) > 0 {
+		cmd.Env = os.Environ()
+		names := make([]string, 0, len(p.Env))
+		for n := range p.Env {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			cmd.Env = append(cmd.Env, n+"="+p.Env[n]) // later entries win
+		}
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// startError turns a failed start into `start "prog": reason`.
+func (p *Process) startError(err error) error {
+	var ee *osexec.Error
+	if errors.As(err, &ee) {
+		err = ee.Err // drop the "exec: NAME:" prefix; the message names the program itself
+	}
+	if p.Dir != "" { // a bad dir fails as "fork/exec PROGRAM: ...", blaming the program
+		var pe *fs.PathError
+		if fi, serr := os.Stat(p.Dir); errors.As(serr, &pe) {
+			err = fmt.Errorf("dir %s: %w", p.Dir, pe.Err)
+		} else if serr == nil && !fi.IsDir() {
+			err = fmt.Errorf("dir %s: %w", p.Dir, syscall.ENOTDIR)
+		}
+	}
+	return fmt.Errorf("start %q: %w", p.program(), err)
+}
+
+// exitStatus says how a reaped process ended.
+func exitStatus(st *os.ProcessState) string {
+	if st == nil {
+		return "exited"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "was killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exited with code %d", st.ExitCode())
+}

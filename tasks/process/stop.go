@@ -1,0 +1,132 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// ProcessStop stops the process a pid file written by the process task names. It is
+// the hcl config struct of the process_stop task type.
+type ProcessStop struct {
+	PIDFile     string `hcl:"pid_file" doc:"Pid file the process task wrote. A missing file, or one naming a process that no longer runs, means the process is already stopped."`
+	Signal      string `hcl:"signal,optional" doc:"Signal sent first: HUP, INT, QUIT, KILL, TERM, USR1 or USR2 (a SIG prefix is allowed); default \"TERM\"."`
+	StopTimeout string `hcl:"stop_timeout,optional" doc:"How long the process has to exit after the signal before it gets SIGKILL; default \"30s\"."`
+}
+
+func registerStop(r *tasks.Registry) error {
+	return r.Register(tasks.Type{
+		Name:    "process_stop",
+		Summary: "Stop a process started by the process task",
+		Doc: `Reads pid_file, sends signal to the process it names (to its whole process group,
+which the process task gives each process it starts), waits up to stop_timeout for it to
+exit, then sends SIGKILL. The pid file is removed afterwards.
+
+A missing pid file, or one whose process no longer runs, means "already stopped". A pid
+that now belongs to another process (its command line or start time differ from what
+the pid file recorded) is left alone.`,
+		New: func() tasks.Task { return &ProcessStop{} },
+		Outputs: []tasks.Output{
+			{Name: "stopped", Type: cty.Bool, Doc: "Whether a process was running and was stopped; false when it was already stopped."},
+		},
+		Example: `task "process_stop" "apiserver" {
+  pid_file     = "run/karmada-apiserver.pid"
+  signal       = "TERM"
+  stop_timeout = "20s"
+}`,
+	})
+}
+
+// Validate checks that pid_file is set, the signal is known and stop_timeout parses.
+func (s *ProcessStop) Validate() error {
+	if s.PIDFile == "" {
+		return &tasks.AttrError{Attr: "pid_file", Err: errors.New("must not be empty")}
+	}
+	if _, err := s.signal(); err != nil {
+		return err
+	}
+	_, err := s.timeout()
+	return err
+}
+
+// Run stops the process if it runs and removes the pid file.
+func (s *ProcessStop) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	out := stdout(env)
+	sig, _ := s.signal()
+	timeout, _ := s.timeout()
+	rec, ok, err := readRecord(s.PIDFile)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		fmt.Fprintf(out, "process of %s already stopped (no pid file)\n", s.PIDFile)
+		return stopped(false), nil
+	}
+	info, err := inspect(rec.PID)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.matches(info) {
+		fmt.Fprintf(out, "%s already stopped\n", rec.label())
+		return stopped(false), removeRecord(s.PIDFile)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("stop %s: %w", rec.label(), err)
+	}
+	if err := stop(ctx, out, rec, sig, timeout); err != nil {
+		return nil, err
+	}
+	if err := removeRecord(s.PIDFile); err != nil {
+		return nil, err
+	}
+	return stopped(true), nil
+}
+
+func stopped(b bool) tasks.Outputs { return tasks.Outputs{"stopped": cty.BoolVal(b)} }
+
+func (s *ProcessStop) signal() (syscall.Signal, error) {
+	name := s.Signal
+	if name == "" {
+		name = "TERM"
+	}
+	sig, ok := parseSignal(name)
+	if !ok {
+		return 0, &tasks.AttrError{Attr: "signal", Err: fmt.Errorf("unknown signal %q; want one of HUP, INT, QUIT, KILL, TERM, USR1, USR2", name)}
+	}
+	return sig, nil
+}
+
+func (s *ProcessStop) timeout() (time.Duration, error) {
+	return parseDuration("stop_timeout", s.StopTimeout, "30s")
+}
+
+// parseDuration parses a positive duration attribute, def when empty.
+func parseDuration(attr, value, def string) (time.Duration, error) {
+	if value == "" {
+		value = def
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		return 0, &tasks.AttrError{Attr: attr, Err: errors.New(`must be a positive duration such as "90s" or "5m"`)}
+	}
+	return d, nil
+}
+
+// stdout is where progress goes; an Env without one discards it.
+func stdout(env *tasks.Env) io.Writer {
+	if env == nil || env.Stdout == nil {
+		return io.Discard
+	}
+	return env.Stdout
+}
+
+var _ tasks.Task = (*ProcessStop)(nil)
