@@ -9,6 +9,7 @@ import (
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
 	"github.com/flowdev/flow/tasks/image"
+	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/lxd"
 	"github.com/flowdev/flow/tasks/process"
 	"github.com/flowdev/flow/tasks/wait"
@@ -36,6 +37,7 @@ func registry() (*tasks.Registry, error) {
 	for _, register := range []func(*tasks.Registry) error{
 		exec.Register,
 		image.Register,
+		kube.Register,
 		lxd.Register,
 		process.Register,
 		wait.Register,
