@@ -43,9 +43,9 @@ and the task says "already present". Relative file references in a source file
 The kubeconfig's contents, which hold credentials, are never printed.`,
 		New: func() tasks.Task { return &Kubeconfig{} },
 		Outputs: []tasks.Output{
-			{Name: "path", Type: cty.String, Doc: "The file written, as given in path."},
-			{Name: "server", Type: cty.String, Doc: "Server URL of the context's cluster in the written file."},
-			{Name: "context", Type: cty.String, Doc: "Name of the written file's current-context."},
+			{Name: "path", Type: cty.String, Doc: "The file written, as given in path.", Clean: true},
+			{Name: "server", Type: cty.String, Doc: "Server URL of the context's cluster in the written file.", Clean: true},
+			{Name: "context", Type: cty.String, Doc: "Name of the written file's current-context.", Clean: true},
 		},
 		Example: `task "kubeconfig" "member1" {
   content      = lxd_exec.microk8s_config.stdout
