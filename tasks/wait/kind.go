@@ -37,8 +37,14 @@ type kind struct {
 
 // kinds maps each kind to its definition; each lives in a file named after it.
 var kinds = map[string]*kind{
-	"tcp":  &tcpKind,
-	"http": &httpKind,
+	"tcp":              &tcpKind,
+	"http":             &httpKind,
+	"kube_api":         &kubeAPIKind,
+	"nodes":            &nodesKind,
+	"deployment":       &deploymentKind,
+	"pods":             &podsKind,
+	"karmada_clusters": &karmadaClustersKind,
+	"condition":        &conditionKind,
 }
 
 func kindNames() string {
@@ -66,6 +72,17 @@ func (w *WaitReady) kindAttrs() []attrSet {
 		{"insecure", w.Insecure != nil},
 		{"ca_file", w.CAFile != ""},
 		{"headers", w.Headers != nil},
+		{"kubeconfig", w.Kubeconfig != ""},
+		{"context", w.Context != ""},
+		{"name", w.Name != ""},
+		{"namespace", w.Namespace != ""},
+		{"selector", w.Selector != ""},
+		{"min_count", w.MinCount != nil},
+		{"clusters", w.Clusters != nil},
+		{"api_version", w.APIVersion != ""},
+		{"object_kind", w.ObjectKind != ""},
+		{"condition", w.Condition != ""},
+		{"condition_status", w.ConditionStatus != ""},
 	}
 }
 

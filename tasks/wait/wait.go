@@ -16,29 +16,54 @@ import (
 // wait_ready task type. Attributes after kind belong to one kind each (see kinds);
 // interval, wait_timeout and request_timeout are shared by all kinds.
 type WaitReady struct {
-	Kind           string            `hcl:"kind" doc:"What to wait for: \"tcp\" (a port accepts connections) or \"http\" (a URL answers as expected)."`
-	Address        string            `hcl:"address,optional" doc:"tcp: host:port to connect to. Required for kind tcp."`
-	URL            string            `hcl:"url,optional" doc:"http: http:// or https:// URL to GET. Required for kind http."`
-	ExpectStatus   []int             `hcl:"expect_status,optional" doc:"http: status codes that count as ready; default [200]."`
-	BodyMatch      string            `hcl:"body_match,optional" doc:"http: regular expression (RE2 syntax) the first 64 KiB of the body must match."`
-	Insecure       *bool             `hcl:"insecure,optional" doc:"http: skip TLS certificate verification; default false."`
-	CAFile         string            `hcl:"ca_file,optional" doc:"http: PEM file of CA certificates to trust instead of the system's, for self-signed servers."`
-	Headers        map[string]string `hcl:"headers,optional" doc:"http: request headers; Host sets the virtual host."`
-	Interval       string            `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
-	WaitTimeout    string            `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
-	RequestTimeout string            `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
+	Kind            string            `hcl:"kind" doc:"What to wait for: \"tcp\", \"http\", \"kube_api\", \"nodes\", \"deployment\", \"pods\", \"karmada_clusters\" or \"condition\"."`
+	Address         string            `hcl:"address,optional" doc:"tcp: host:port to connect to. Required for kind tcp."`
+	URL             string            `hcl:"url,optional" doc:"http: http:// or https:// URL to GET. Required for kind http."`
+	ExpectStatus    []int             `hcl:"expect_status,optional" doc:"http: status codes that count as ready; default [200]."`
+	BodyMatch       string            `hcl:"body_match,optional" doc:"http: regular expression (RE2 syntax) the first 64 KiB of the body must match."`
+	Insecure        *bool             `hcl:"insecure,optional" doc:"http: skip TLS certificate verification; default false."`
+	CAFile          string            `hcl:"ca_file,optional" doc:"http: PEM file of CA certificates to trust instead of the system's, for self-signed servers."`
+	Headers         map[string]string `hcl:"headers,optional" doc:"http: request headers; Host sets the virtual host."`
+	Kubeconfig      string            `hcl:"kubeconfig,optional" doc:"Kubernetes kinds: path of the kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
+	Context         string            `hcl:"context,optional" doc:"Kubernetes kinds: context in the kubeconfig to use; default its current-context."`
+	Name            string            `hcl:"name,optional" doc:"deployment, condition: name of the object. Required for both."`
+	Namespace       string            `hcl:"namespace,optional" doc:"deployment, pods, condition: namespace of the objects; default \"default\" (condition: unset for cluster-scoped kinds)."`
+	Selector        string            `hcl:"selector,optional" doc:"pods: label selector such as \"app=prometheus,tier!=cache\"; default every pod in namespace."`
+	MinCount        *int              `hcl:"min_count,optional" doc:"nodes, pods: fewest objects that must exist, all ready; default 1."`
+	Clusters        []string          `hcl:"clusters,optional" doc:"karmada_clusters: names of the Karmada Cluster objects that must be Ready. Required for that kind."`
+	APIVersion      string            `hcl:"api_version,optional" doc:"condition: API version of the object, such as \"apps/v1\" or \"work.karmada.io/v1alpha2\". Required for that kind."`
+	ObjectKind      string            `hcl:"object_kind,optional" doc:"condition: kind of the object, such as \"Deployment\" or \"ResourceBinding\". Required for that kind."`
+	Condition       string            `hcl:"condition,optional" doc:"condition: type of the status condition, such as \"Ready\" or \"Scheduled\". Required for that kind."`
+	ConditionStatus string            `hcl:"condition_status,optional" doc:"condition: status the condition must have: \"True\", \"False\" or \"Unknown\"; default \"True\"."`
+	Interval        string            `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
+	WaitTimeout     string            `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
+	RequestTimeout  string            `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
 }
 
 // Register adds the wait_ready task type to r.
 func Register(r *tasks.Registry) error {
 	return r.Register(tasks.Type{
 		Name:    "wait_ready",
-		Summary: "Wait until a TCP port or an HTTP endpoint is ready",
-		Doc: `Checks something every interval until it is ready, then succeeds. Kind "tcp" is ready
-when a connection to address succeeds; kind "http" is ready when a GET of url answers
-with a status in expect_status and, if body_match is set, a body that matches it.
-Redirects are followed. TLS certificates are verified unless insecure is true; ca_file
-replaces the system's CAs.
+		Summary: "Wait until a port, an HTTP endpoint or Kubernetes objects are ready",
+		Doc: `Checks something every interval until it is ready, then succeeds. The kind says what:
+
+  tcp               a connection to address succeeds
+  http              a GET of url answers with a status in expect_status and, if
+                    body_match is set, a body that matches it (redirects followed; TLS
+                    verified unless insecure is true; ca_file replaces the system's CAs)
+  kube_api          the API server's /readyz answers 200 "ok"
+  nodes             at least min_count Nodes exist and all are Ready
+  deployment        Deployment name in namespace has rolled out: the latest generation
+                    observed, all spec.replicas updated and available
+  pods              at least min_count pods in namespace match selector and all are
+                    Running and Ready with an IP
+  karmada_clusters  every Karmada Cluster in clusters exists and is Ready
+  condition         object api_version/object_kind name (in namespace) has status
+                    condition "condition" with status condition_status
+
+Kubernetes kinds connect through kubeconfig and context, as kubectl does. An
+unreachable or failing API server is not ready yet; a kubeconfig or context that
+cannot be loaded ends the wait at once.
 
 A line is printed when waiting starts, every 10 s while it lasts (with the last
 observed state) and when the thing is ready. After wait_timeout the task fails,
@@ -49,16 +74,18 @@ timeout setting, if shorter, cancels the task earlier.`,
 			{Name: "elapsed", Type: cty.Number, Doc: "Seconds from the start of the wait until the thing was ready."},
 			{Name: "status", Type: cty.Number, Doc: "http: status code of the response that was ready."},
 			{Name: "body", Type: cty.String, Doc: "http: body of the response that was ready, trimmed of surrounding whitespace, first 64 KiB."},
+			{Name: "nodes", Type: cty.List(cty.String), Doc: "nodes: names of the Nodes, sorted."},
+			{Name: "pods", Type: cty.List(podObject), Doc: "pods: the matching pods by name, each an object {name, ip}."},
+			{Name: "pod_ips", Type: cty.List(cty.String), Doc: "pods: IPs of the matching pods, in the order of pods."},
+			{Name: "clusters", Type: cty.List(cty.String), Doc: "karmada_clusters: the names in clusters, all Ready."},
 		},
-		Example: `task "wait_ready" "apiserver" {
-  kind          = "http"
-  url           = "https://127.0.0.1:16443/readyz"
-  ca_file       = "certs/ca.crt"
-  headers       = { Accept = "text/plain" }
-  expect_status = [200]
-  body_match    = "^ok$"
-  interval      = "2s"
-  wait_timeout  = "10m"
+		Example: `task "wait_ready" "prometheus" {
+  kind         = "pods"
+  kubeconfig   = "seed.kubeconfig"
+  namespace    = "monitoring"
+  selector     = "app.kubernetes.io/name=prometheus"
+  interval     = "2s"
+  wait_timeout = "10m"
 }`,
 	})
 }

@@ -7,11 +7,14 @@ import (
 	"testing"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 )
 
 func boolPtr(b bool) *bool { return &b }
+
+func intPtr(i int) *int { return &i }
 
 // run runs w and returns its outputs, what it printed and its error.
 func run(ctx context.Context, t *testing.T, w *WaitReady) (tasks.Outputs, string, error) {
@@ -44,6 +47,15 @@ func TestValidate(t *testing.T) {
 	tcp := func(addr string) *WaitReady { return &WaitReady{Kind: "tcp", Address: addr} }
 	web := func(url string) *WaitReady { return &WaitReady{Kind: "http", URL: url} }
 	with := func(w *WaitReady, f func(*WaitReady)) *WaitReady { f(w); return w }
+	kube := func(kind string) *WaitReady { return &WaitReady{Kind: kind} }
+	cond := func(f func(*WaitReady)) *WaitReady {
+		w := &WaitReady{Kind: "condition", APIVersion: "work.karmada.io/v1alpha2", ObjectKind: "ResourceBinding",
+			Name: "web-deployment", Condition: "Scheduled"}
+		if f != nil {
+			f(w)
+		}
+		return w
+	}
 	taskstest.CheckValidate(t, []taskstest.ValidateCase{
 		{Name: "tcp", Task: tcp("127.0.0.1:6443")},
 		{Name: "tcp ipv6 and durations", Task: with(tcp("[::1]:80"), func(w *WaitReady) {
@@ -56,8 +68,8 @@ func TestValidate(t *testing.T) {
 		})},
 		{Name: "insecure", Task: with(web("https://h/"), func(w *WaitReady) { w.Insecure = boolPtr(true) })},
 
-		{Name: "no kind", Task: &WaitReady{}, Attr: "kind", Msg: `unknown kind ""; want one of "http", "tcp"`},
-		{Name: "kubernetes kind not yet", Task: &WaitReady{Kind: "kube_api"}, Attr: "kind", Msg: `unknown kind "kube_api"`},
+		{Name: "no kind", Task: &WaitReady{}, Attr: "kind",
+			Msg: `unknown kind ""; want one of "condition", "deployment", "http", "karmada_clusters", "kube_api", "nodes", "pods", "tcp"`},
 		{Name: "tcp without address", Task: &WaitReady{Kind: "tcp"}, Attr: "address", Msg: `required for kind "tcp"`},
 		{Name: "http without url", Task: &WaitReady{Kind: "http"}, Attr: "url", Msg: `required for kind "http"`},
 		{Name: "url with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.URL = "http://h/" }), Attr: "url", Msg: `not used by kind "tcp"`},
@@ -84,6 +96,53 @@ func TestValidate(t *testing.T) {
 		{Name: "header name", Task: with(web("http://h/"), func(w *WaitReady) { w.Headers = map[string]string{"X Token": "1"} }), Attr: "headers", Msg: `"X Token" is not a valid header name`},
 		{Name: "header value", Task: with(web("http://h/"), func(w *WaitReady) { w.Headers = map[string]string{"X-A": "1\r\nX-B: 2"} }), Attr: "headers", Msg: `value of "X-A" must not contain CR, LF or NUL`},
 
+		{Name: "kubeconfig with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.Kubeconfig = "k" }), Attr: "kubeconfig", Msg: `not used by kind "tcp"`},
+		{Name: "selector with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.Selector = "app=web" }), Attr: "selector", Msg: `not used by kind "tcp"`},
+		{Name: "context with http", Task: with(web("http://h/"), func(w *WaitReady) { w.Context = "c" }), Attr: "context", Msg: `not used by kind "http"`},
+		{Name: "min_count 0 with deployment", Task: with(kube("deployment"), func(w *WaitReady) { w.Name, w.MinCount = "web", intPtr(0) }), Attr: "min_count", Msg: `not used by kind "deployment"`},
+		{Name: "name with pods", Task: with(kube("pods"), func(w *WaitReady) { w.Name = "web" }), Attr: "name", Msg: `not used by kind "pods"`},
+		{Name: "empty clusters with nodes", Task: with(kube("nodes"), func(w *WaitReady) { w.Clusters = []string{} }), Attr: "clusters", Msg: `not used by kind "nodes"`},
+		{Name: "condition_status with kube_api", Task: with(kube("kube_api"), func(w *WaitReady) { w.ConditionStatus = "True" }), Attr: "condition_status", Msg: `not used`},
+		{Name: "address with nodes", Task: with(kube("nodes"), func(w *WaitReady) { w.Address = "h:1" }), Attr: "address", Msg: `not used by kind "nodes"`},
+
+		{Name: "kube_api", Task: kube("kube_api")},
+		{Name: "kube_api with connection", Task: with(kube("kube_api"), func(w *WaitReady) { w.Kubeconfig, w.Context = "lab.kubeconfig", "member1" })},
+		{Name: "nodes", Task: kube("nodes")},
+		{Name: "nodes min_count 0", Task: with(kube("nodes"), func(w *WaitReady) { w.MinCount = intPtr(0) })},
+		{Name: "nodes min_count negative", Task: with(kube("nodes"), func(w *WaitReady) { w.MinCount = intPtr(-1) }), Attr: "min_count", Msg: "must not be negative, got -1"},
+
+		{Name: "deployment", Task: with(kube("deployment"), func(w *WaitReady) { w.Name, w.Namespace = "karmada-controller-manager", "karmada-system" })},
+		{Name: "deployment without name", Task: kube("deployment"), Attr: "name", Msg: `required for kind "deployment"`},
+		{Name: "deployment name", Task: with(kube("deployment"), func(w *WaitReady) { w.Name = "Web" }), Attr: "name", Msg: `"Web" is not a valid name: a lowercase RFC 1123 subdomain`},
+		{Name: "deployment namespace", Task: with(kube("deployment"), func(w *WaitReady) { w.Name, w.Namespace = "web", "a.b" }), Attr: "namespace", Msg: `"a.b" is not a namespace name`},
+
+		{Name: "pods", Task: with(kube("pods"), func(w *WaitReady) { w.Selector, w.MinCount = "app in (web, api),tier!=cache", intPtr(2) })},
+		{Name: "pods without selector", Task: kube("pods")},
+		{Name: "pods selector", Task: with(kube("pods"), func(w *WaitReady) { w.Selector = "app in (web" }), Attr: "selector", Msg: "unable to parse requirement"},
+		{Name: "pods min_count", Task: with(kube("pods"), func(w *WaitReady) { w.MinCount = intPtr(-2) }), Attr: "min_count", Msg: "must not be negative"},
+		{Name: "pods namespace", Task: with(kube("pods"), func(w *WaitReady) { w.Namespace = "Monitoring" }), Attr: "namespace", Msg: "not a namespace name"},
+
+		{Name: "karmada_clusters", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters = []string{"member1", "member2"} })},
+		{Name: "karmada_clusters without clusters", Task: kube("karmada_clusters"), Attr: "clusters", Msg: `required for kind "karmada_clusters"`},
+		{Name: "karmada_clusters empty", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters = []string{} }), Attr: "clusters", Msg: "must list at least one name"},
+		{Name: "karmada_clusters bad name", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters = []string{"member1", "member_2"} }), Attr: "clusters", Msg: `"member_2" is not a valid name`},
+		{Name: "karmada_clusters twice", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters = []string{"m1", "m2", "m1"} }), Attr: "clusters", Msg: `"m1" is listed twice`},
+
+		{Name: "condition", Task: cond(nil)},
+		{Name: "condition core kind with everything", Task: cond(func(w *WaitReady) {
+			w.APIVersion, w.ObjectKind, w.Name, w.Namespace, w.Condition, w.ConditionStatus = "v1", "Pod", "system:web.1", "default", "example.com/Synced", "Unknown"
+		})},
+		{Name: "condition without api_version", Task: cond(func(w *WaitReady) { w.APIVersion = "" }), Attr: "api_version", Msg: `required for kind "condition"`},
+		{Name: "condition without object_kind", Task: cond(func(w *WaitReady) { w.ObjectKind = "" }), Attr: "object_kind", Msg: "required"},
+		{Name: "condition without name", Task: cond(func(w *WaitReady) { w.Name = "" }), Attr: "name", Msg: "required"},
+		{Name: "condition without condition", Task: cond(func(w *WaitReady) { w.Condition = "" }), Attr: "condition", Msg: "required"},
+		{Name: "api_version too many parts", Task: cond(func(w *WaitReady) { w.APIVersion = "a/b/c" }), Attr: "api_version", Msg: `want "VERSION" or "GROUP/VERSION"`},
+		{Name: "api_version without version", Task: cond(func(w *WaitReady) { w.APIVersion = "apps/" }), Attr: "api_version", Msg: "version is missing"},
+		{Name: "object_kind plural", Task: cond(func(w *WaitReady) { w.ObjectKind = "resource-bindings" }), Attr: "object_kind", Msg: `"resource-bindings" is not a kind`},
+		{Name: "condition name with slash", Task: cond(func(w *WaitReady) { w.Name = "a/b" }), Attr: "name", Msg: `may not contain '/'`},
+		{Name: "condition with space", Task: cond(func(w *WaitReady) { w.Condition = "Fully Ready" }), Attr: "condition", Msg: "must not contain spaces"},
+		{Name: "condition_status lower case", Task: cond(func(w *WaitReady) { w.ConditionStatus = "true" }), Attr: "condition_status", Msg: `must be "True", "False" or "Unknown", not "true"`},
+
 		{Name: "interval unitless", Task: with(tcp("h:1"), func(w *WaitReady) { w.Interval = "1" }), Attr: "interval", Msg: "positive duration"},
 		{Name: "wait_timeout negative", Task: with(tcp("h:1"), func(w *WaitReady) { w.WaitTimeout = "-1s" }), Attr: "wait_timeout", Msg: "positive duration"},
 		{Name: "request_timeout zero", Task: with(web("http://h/"), func(w *WaitReady) { w.RequestTimeout = "0s" }), Attr: "request_timeout", Msg: "positive duration"},
@@ -107,7 +166,11 @@ func TestRegister(t *testing.T) {
 	if !ok {
 		t.Fatal(`type "wait_ready" not registered`)
 	}
-	taskstest.CheckType(t, *typ, map[string]cty.Type{"elapsed": cty.Number, "status": cty.Number, "body": cty.String})
+	taskstest.CheckType(t, *typ, map[string]cty.Type{
+		"elapsed": cty.Number, "status": cty.Number, "body": cty.String,
+		"nodes": cty.List(cty.String), "pods": cty.List(cty.Object(map[string]cty.Type{"name": cty.String, "ip": cty.String})),
+		"pod_ips": cty.List(cty.String), "clusters": cty.List(cty.String),
+	})
 	taskstest.CheckExample(t, *typ, nil)
 	if _, ok := typ.New().(*WaitReady); !ok {
 		t.Errorf("New() returned %T, want *WaitReady", typ.New())
@@ -132,6 +195,17 @@ func TestAttributes(t *testing.T) {
 		{"insecure", cty.Bool, false},
 		{"ca_file", cty.String, false},
 		{"headers", cty.Map(cty.String), false},
+		{"kubeconfig", cty.String, false},
+		{"context", cty.String, false},
+		{"name", cty.String, false},
+		{"namespace", cty.String, false},
+		{"selector", cty.String, false},
+		{"min_count", cty.Number, false},
+		{"clusters", cty.List(cty.String), false},
+		{"api_version", cty.String, false},
+		{"object_kind", cty.String, false},
+		{"condition", cty.String, false},
+		{"condition_status", cty.String, false},
 		{"interval", cty.String, false},
 		{"wait_timeout", cty.String, false},
 		{"request_timeout", cty.String, false},
@@ -143,6 +217,12 @@ func TestAttributes(t *testing.T) {
 		a := attrs[i]
 		if a.Name != w.name || !a.Type.Equals(w.typ) || a.Required != w.required || a.Doc == "" {
 			t.Errorf("attribute %d = %+v, want %s of type %s (required %v) with a doc", i, a, w.name, w.typ.FriendlyName(), w.required)
+		}
+	}
+	// The connection attributes say what every Kubernetes task's say.
+	for i, doc := range map[int]string{8: kube.KubeconfigDoc, 9: kube.ContextDoc} {
+		if !strings.HasSuffix(strings.ToLower(attrs[i].Doc), strings.ToLower(doc)) {
+			t.Errorf("%s doc = %q, want it to end with %q", attrs[i].Name, attrs[i].Doc, doc)
 		}
 	}
 }

@@ -1,0 +1,84 @@
+package wait
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/flowdev/flow/tasks"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// nodesKind is ready when at least min_count Nodes exist and every one of them has
+// condition Ready=True.
+var nodesKind = kind{
+	attrs:    withKubeConn("min_count"),
+	validate: validateMinCount,
+	what:     func(w *WaitReady) string { return "nodes" + kubeWhere(w) },
+	newProbe: newNodesProbe,
+}
+
+type nodesProbe struct {
+	client kubernetes.Interface
+	min    int
+	names  []string // set by the check that found them ready
+}
+
+func newNodesProbe(w *WaitReady) (probe, error) {
+	c, err := kubeClientset(w)
+	if err != nil {
+		return nil, err
+	}
+	return &nodesProbe{client: c, min: w.minCount()}, nil
+}
+
+func (p *nodesProbe) check(ctx context.Context) (bool, string, error) {
+	list, err := p.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, errorState(err), nil
+	}
+	nodes := list.Items
+	slices.SortFunc(nodes, func(a, b corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	var names, notReady []string
+	for i := range nodes {
+		names = append(names, nodes[i].Name)
+		if why := nodeNotReady(&nodes[i]); why != "" {
+			notReady = append(notReady, nodes[i].Name+": "+why)
+		}
+	}
+	state := countState("nodes", len(nodes)-len(notReady), len(nodes), p.min, notReady)
+	if len(notReady) > 0 || len(nodes) < p.min {
+		return false, state, nil
+	}
+	p.names = names
+	return true, state, nil
+}
+
+// nodeNotReady says why a node is not Ready, or "" when it is.
+func nodeNotReady(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		switch c.Status {
+		case corev1.ConditionTrue:
+			return ""
+		case corev1.ConditionFalse:
+			return "NotReady"
+		default:
+			return "Ready=" + string(c.Status)
+		}
+	}
+	return "no Ready condition"
+}
+
+func (p *nodesProbe) outputs() tasks.Outputs {
+	return tasks.Outputs{"nodes": stringList(p.names)}
+}
+
+var (
+	_ probe     = (*nodesProbe)(nil)
+	_ outputter = (*nodesProbe)(nil)
+)
