@@ -223,7 +223,7 @@ task "process" "karmada_webhook" {
   "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:${local.ports.webhook_health}"]
   pid_file   = "${local.run_dir}/karmada-webhook.pid"
   log_file   = "${local.run_dir}/karmada-webhook.log"
-  ready_url  = "http://127.0.0.1:${local.ports.webhook_health}/readyz"
+  ready_url  = "http://127.0.0.1:${local.ports.webhook_health}/healthz"
   depends_on = [k8s_apply.karmada_crds]
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
 	"github.com/flowdev/flow/tasks/image"
+	"github.com/flowdev/flow/tasks/karmada"
 	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/lxd"
 	"github.com/flowdev/flow/tasks/process"
@@ -37,6 +38,7 @@ func registry() (*tasks.Registry, error) {
 	for _, register := range []func(*tasks.Registry) error{
 		exec.Register,
 		image.Register,
+		karmada.Register,
 		kube.Register,
 		lxd.Register,
 		process.Register,

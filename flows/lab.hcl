@@ -1,0 +1,405 @@
+# lab.hcl — the seed lab, for real: on one Ubuntu 22.04/24.04 server with snap and the
+# internet, a host MicroK8s that runs the Karmada control plane and the image registry
+# (localhost:32000), and three member clusters, each MicroK8s in an LXD container, reached
+# from the host through LXD proxy devices on 127.0.0.1:16441/16442/16444 (16443 inside).
+# Every image `karmadactl init` deploys is mirrored into the host registry first, so init
+# pulls nothing from the internet; then the members are joined in push mode.
+#
+#   sudo flow run flows/lab.hcl --state .flow/lab.db   # as root; 20-30 minutes on a fresh server
+#   sudo flow resume --state .flow/lab.db              # after Ctrl-C, a kill or a failed step
+#   docs/flows/lab.md                    # variables, re-runs, teardown
+#
+# Afterwards: flows/nginx-demo.hcl, flows/monitoring.hcl, flows/pull-mode.hcl and
+# flows/failover-drill.hcl build on what this flow leaves behind.
+
+variable "members" {
+  type        = map(number)
+  default     = { member1 = 16441, member2 = 16442, member3 = 16444 }
+  description = "Member containers and the host port forwarded to each one's API server (16443 inside; the host's own MicroK8s holds 16443)."
+}
+
+variable "karmada_version" {
+  type        = string
+  default     = "v1.13.0"
+  description = "Version of karmadactl and of the Karmada images it deploys."
+}
+
+variable "karmadactl_sha256" {
+  type        = string
+  default     = ""
+  description = "sha256 of karmadactl-linux-ARCH.tgz; empty: checked against the .sha256 file published with the release."
+}
+
+variable "karmadactl_path" {
+  type        = string
+  default     = "/usr/local/bin/karmadactl"
+  description = "Where karmadactl is installed, and run from."
+}
+
+variable "kube_version" {
+  type        = string
+  default     = "v1.31.3"
+  description = "Kubernetes version of the Karmada control plane: karmadactl v1.13.0's --kube-image-tag default."
+}
+
+variable "microk8s_channel" {
+  type        = string
+  default     = "1.31/stable"
+  description = "Snap channel of MicroK8s, on the host and in every member."
+}
+
+variable "ubuntu_image" {
+  type        = string
+  default     = "ubuntu:22.04"
+  description = "Image the member containers are launched from."
+}
+
+variable "registry" {
+  type        = string
+  default     = "localhost:32000"
+  description = "The host MicroK8s registry addon, where the Karmada images are mirrored and pulled from."
+}
+
+variable "image_platforms" {
+  type        = list(string)
+  default     = ["linux/amd64"]
+  description = "Platforms kept when mirroring multi-platform images; the server's own."
+}
+
+variable "karmada_data" {
+  type        = string
+  default     = "/etc/karmada"
+  description = "karmadactl init's data directory: certificates and karmada-apiserver.config."
+}
+
+variable "config_dir" {
+  type        = string
+  default     = "/root"
+  description = "Where each member's kubeconfig is written, as MEMBER.config."
+}
+
+locals {
+  # The host MicroK8s's admin kubeconfig: karmadactl init deploys Karmada into it.
+  host_kubeconfig = "/var/snap/microk8s/current/credentials/client.config"
+  member_api_port = 16443
+
+  # Every image karmadactl v1.13.0's init deploys (pkg/karmadactl/cmdinit/kubernetes/deploy.go):
+  # the four Karmada components, kube-apiserver (as karmada-apiserver) and
+  # kube-controller-manager at kube_version, etcd, and alpine for etcd's init container.
+  # With --private-image-registry=REGISTRY, init names each one REGISTRY/LAST-PATH-ELEMENT,
+  # which is image_mirror's "flatten" naming.
+  karmada_images = [
+    for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver"] :
+    "docker.io/karmada/${c}:${var.karmada_version}"
+  ]
+  kube_images = [
+    "registry.k8s.io/kube-apiserver:${var.kube_version}",
+    "registry.k8s.io/kube-controller-manager:${var.kube_version}",
+    "registry.k8s.io/etcd:3.5.16-0",
+  ]
+  init_images = concat(local.karmada_images, local.kube_images, ["docker.io/library/alpine:3.21.0"])
+
+  snaps = {
+    lxd      = "lxd"
+    microk8s = "microk8s --classic --channel=${var.microk8s_channel}"
+  }
+}
+
+# --- the host ------------------------------------------------------------------------------
+
+task "exec" "host_packages" {
+  script  = <<-EOT
+    pkgs="ca-certificates curl iptables snapd tar"
+    if dpkg-query -W $pkgs >/dev/null 2>&1; then echo "packages $pkgs already present"; exit 0; fi
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $pkgs
+  EOT
+  timeout = "10m"
+  retry {
+    attempts = 3
+    delay    = "10s"
+  }
+}
+
+# The snap store is the flakiest dependency of the lab: retry with a long backoff.
+task "exec" "snap" {
+  for_each   = local.snaps
+  script     = "snap list ${each.key} >/dev/null 2>&1 && echo 'snap ${each.key} already present' || snap install ${each.value}"
+  timeout    = "15m"
+  depends_on = [exec.host_packages]
+  retry {
+    attempts  = 4
+    delay     = "15s"
+    max_delay = "2m"
+  }
+}
+
+task "exec" "lxd_init" {
+  description = "Initialise LXD with its defaults (a storage pool and the lxdbr0 bridge) once; load nf_conntrack."
+  script      = <<-EOT
+    export PATH="$PATH:/snap/bin"
+    lxd waitready --timeout=120
+    if lxc profile device get default root pool >/dev/null 2>&1; then
+      echo "lxd init already present"
+    else
+      lxd init --auto
+    fi
+    ip link set lxdbr0 up
+    # The microk8s profile mounts files of nf_conntrack, which exist once it is loaded.
+    modprobe nf_conntrack
+  EOT
+  timeout     = "5m"
+  depends_on  = [exec.snap["lxd"]]
+}
+
+# The seed's rules: a host firewall (Docker's, or a default DROP policy) would otherwise drop
+# what lxdbr0 forwards — the members' downloads, and Karmada's pods reaching member API
+# servers. Not persistent: a reboot needs a new run of this flow.
+task "exec" "lxd_forward" {
+  script     = <<-EOT
+    for dir in -i -o; do
+      if iptables -C FORWARD $dir lxdbr0 -j ACCEPT 2>/dev/null; then
+        echo "iptables FORWARD $dir lxdbr0 ACCEPT already present"
+      else
+        iptables -A FORWARD $dir lxdbr0 -j ACCEPT
+      fi
+    done
+  EOT
+  depends_on = [exec.lxd_init]
+}
+
+task "exec" "karmadactl" {
+  command    = ["sh", "${path.flow}/lab/install-karmadactl.sh", var.karmada_version, var.karmadactl_sha256, var.karmadactl_path]
+  timeout    = "5m"
+  depends_on = [exec.host_packages]
+  retry {
+    attempts = 3
+    delay    = "10s"
+  }
+}
+
+# --- the host MicroK8s: Karmada's host cluster and the lab registry --------------------------
+
+task "exec" "host_microk8s" {
+  script     = <<-EOT
+    export PATH="$PATH:/snap/bin"
+    microk8s status --wait-ready --timeout 600
+    # enable is idempotent: an enabled addon is reported "already enabled".
+    microk8s enable dns hostpath-storage registry
+  EOT
+  timeout    = "20m"
+  depends_on = [exec.snap["microk8s"]]
+  retry {
+    attempts = 2
+    delay    = "30s"
+  }
+}
+
+task "wait_ready" "registry" {
+  kind         = "http"
+  url          = "http://${var.registry}/v2/"
+  interval     = "2s"
+  wait_timeout = "10m"
+  depends_on   = [exec.host_microk8s]
+}
+
+# docker.io rate-limits anonymous pulls: a failed mirror is retried, and what was copied
+# is skipped by the next attempt (one HEAD per image).
+task "image_mirror" "karmada" {
+  images     = local.init_images
+  registry   = var.registry
+  naming     = "flatten"
+  platforms  = var.image_platforms
+  insecure   = true # MicroK8s's registry addon speaks plain HTTP
+  timeout    = "30m"
+  depends_on = [wait_ready.registry]
+  retry {
+    attempts  = 3
+    delay     = "30s"
+    max_delay = "5m"
+  }
+}
+
+# --- the members: MicroK8s in LXD --------------------------------------------------------------
+
+# The well-known MicroK8s-in-LXD profile (MicroK8s docs, "MicroK8s in LXD"): a privileged,
+# nesting container that may load the kernel modules Kubernetes networking needs and sees
+# the host's conntrack, kmsg and bpf files.
+task "lxd_profile" "microk8s" {
+  name                = "microk8s"
+  profile_description = "MicroK8s in LXD (flow lab)"
+  config = {
+    "boot.autostart"       = "true"
+    "linux.kernel_modules" = "ip_vs,ip_vs_rr,ip_vs_wrr,ip_vs_sh,ip_tables,ip6_tables,netlink_diag,nf_nat,overlay,br_netfilter"
+    "raw.lxc"              = "lxc.apparmor.profile=unconfined\nlxc.mount.auto=proc:rw sys:rw cgroup:rw\nlxc.cgroup.devices.allow=a\nlxc.cap.drop=\n"
+    "security.nesting"     = "true"
+    "security.privileged"  = "true"
+  }
+  devices = {
+    aadisable  = { type = "disk", source = "/sys/module/nf_conntrack/parameters/hashsize", path = "/sys/module/nf_conntrack/parameters/hashsize" }
+    aadisable2 = { type = "unix-char", source = "/dev/kmsg", path = "/dev/kmsg" }
+    aadisable3 = { type = "disk", source = "/sys/fs/bpf", path = "/sys/fs/bpf" }
+    aadisable4 = { type = "disk", source = "/proc/sys/net/netfilter/nf_conntrack_max", path = "/proc/sys/net/netfilter/nf_conntrack_max" }
+  }
+  depends_on = [exec.lxd_init]
+}
+
+task "lxd_launch" "member" {
+  for_each = var.members
+  name     = each.key
+  image    = var.ubuntu_image
+  profiles = ["default", lxd_profile.microk8s.name]
+  # cloud-init finishing means the network is up and snapd is seeded.
+  wait_for     = ["cloud-init", "status", "--wait"]
+  wait_timeout = "10m"
+  timeout      = "20m"
+  depends_on   = [exec.lxd_forward]
+  retry {
+    attempts = 2
+    delay    = "30s"
+  }
+}
+
+task "lxd_exec" "microk8s_install" {
+  for_each = var.members
+  instance = lxd_launch.member[each.key].name
+  script   = "snap list microk8s >/dev/null 2>&1 && echo 'microk8s already present' || snap install microk8s --classic --channel=${var.microk8s_channel}"
+  timeout  = "15m"
+  retry {
+    attempts  = 4
+    delay     = "15s"
+    max_delay = "2m"
+  }
+}
+
+task "lxd_exec" "microk8s_ready" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  script     = <<-EOT
+    export PATH="$PATH:/snap/bin"
+    microk8s status --wait-ready --timeout 600
+    microk8s enable dns hostpath-storage
+  EOT
+  timeout    = "20m"
+  depends_on = [lxd_exec.microk8s_install[each.key]]
+  retry {
+    attempts = 2
+    delay    = "30s"
+  }
+}
+
+task "proxy_device" "api" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  name       = "k8s-api"
+  listen     = "tcp:127.0.0.1:${each.value}"
+  connect    = "tcp:127.0.0.1:${local.member_api_port}"
+  depends_on = [lxd_exec.microk8s_ready[each.key]]
+}
+
+# `microk8s config` prints the member's admin kubeconfig: never shown, logged or stored.
+task "lxd_exec" "microk8s_config" {
+  for_each         = var.members
+  instance         = lxd_launch.member[each.key].name
+  command          = ["/snap/bin/microk8s", "config"]
+  sensitive_stdout = true
+  depends_on       = [lxd_exec.microk8s_ready[each.key]]
+}
+
+# For the host: the member's API through its proxy device. MicroK8s names every context
+# "microk8s"; renaming them after the member lets the files be merged.
+task "kubeconfig" "member" {
+  for_each     = var.members
+  content      = lxd_exec.microk8s_config[each.key].stdout
+  server       = "https://${proxy_device.api[each.key].address}"
+  cluster_name = each.key
+  context_name = each.key
+  user_name    = each.key
+  path         = "${var.config_dir}/${each.key}.config"
+}
+
+# The container's lxdbr0 address: eth0's, not the pod network's that MicroK8s adds (which
+# lxd_launch's ipv4 output would list too, once MicroK8s runs).
+task "lxd_exec" "address" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  script     = <<-EOT
+    addr=$(ip -4 -o addr show dev eth0 scope global | awk '{ sub("/.*", "", $4); print $4; exit }')
+    test -n "$addr" && echo "$addr"
+  EOT
+  depends_on = [lxd_exec.microk8s_ready[each.key]]
+}
+
+# For Karmada: join records the kubeconfig's server as the Cluster's apiEndpoint, and
+# karmada-controller-manager, a pod in the host MicroK8s, would reach its own loopback at
+# 127.0.0.1:PORT. The container's lxdbr0 address is reachable from pods (through the host)
+# and is in the certificate MicroK8s made for its API server.
+task "kubeconfig" "join" {
+  for_each     = var.members
+  content      = lxd_exec.microk8s_config[each.key].stdout
+  server       = "https://${lxd_exec.address[each.key].stdout}:${local.member_api_port}"
+  cluster_name = each.key
+  context_name = each.key
+  user_name    = each.key
+  path         = "${var.config_dir}/.flow-lab/${each.key}.join.config"
+}
+
+task "wait_ready" "nodes" {
+  for_each     = var.members
+  kind         = "nodes"
+  kubeconfig   = kubeconfig.member[each.key].path
+  interval     = "2s"
+  wait_timeout = "10m"
+}
+
+# --- Karmada ---------------------------------------------------------------------------------
+
+# Every image from the lab registry (mirrored above). init cannot be re-run over a half-done
+# attempt; the task runs `karmadactl deinit` first when it finds one.
+task "karmadactl_init" "karmada" {
+  karmadactl             = var.karmadactl_path
+  karmadactl_version     = var.karmada_version
+  kubeconfig             = local.host_kubeconfig
+  karmada_data           = var.karmada_data
+  private_image_registry = var.registry
+  kube_image_tag         = var.kube_version
+  wait_timeout           = "10m"
+  timeout                = "30m"
+  depends_on             = [exec.karmadactl, image_mirror.karmada]
+}
+
+task "karmadactl_join" "member" {
+  for_each           = var.members
+  karmadactl         = var.karmadactl_path
+  karmadactl_version = var.karmada_version
+  cluster            = each.key
+  kubeconfig         = karmadactl_init.karmada.kubeconfig
+  cluster_kubeconfig = kubeconfig.join[each.key].path
+  timeout            = "5m"
+  depends_on         = [wait_ready.nodes[each.key]]
+  retry {
+    attempts = 3
+    delay    = "10s"
+  }
+}
+
+task "wait_ready" "clusters" {
+  kind         = "karmada_clusters"
+  kubeconfig   = karmadactl_init.karmada.kubeconfig
+  clusters     = [for m, j in karmadactl_join.member : j.cluster]
+  interval     = "2s"
+  wait_timeout = "5m"
+}
+
+output "kubeconfigs" {
+  description = "Each member's kubeconfig on the host (through its proxy device)."
+  value       = { for m, k in kubeconfig.member : m => k.path }
+}
+
+output "karmada_kubeconfig" {
+  description = "The Karmada API server's kubeconfig, written by karmadactl init."
+  value       = karmadactl_init.karmada.kubeconfig
+}
+
+output "clusters" {
+  value = wait_ready.clusters.clusters
+}

@@ -1,0 +1,194 @@
+package karmada
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
+	"github.com/zclconf/go-cty/cty"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// agentDeployment is the Deployment karmadactl register creates on the member.
+const agentDeployment = "karmada-agent"
+
+// Registration registers a member cluster with Karmada in Pull mode with
+// `karmadactl register`, which installs karmada-agent on the member. It is the hcl
+// config struct of the karmadactl_register task type.
+type Registration struct {
+	Karmadactl        string   `hcl:"karmadactl,optional" doc:"Path of the karmadactl binary; default \"karmadactl\", looked up in PATH."`
+	KarmadactlVersion string   `hcl:"karmadactl_version,optional" doc:"Version the binary must report; default \"v1.13.0\", the version flow's flags were checked against."`
+	ExtraArgs         []string `hcl:"extra_args,optional" doc:"Further karmadactl register arguments; they must not set a flag an attribute maps."`
+
+	APIEndpoint      string `hcl:"api_endpoint" doc:"host:port of the Karmada API server, e.g. karmadactl_token's api_endpoint output."`
+	Token            string `hcl:"token" doc:"Bootstrap token (--token), e.g. karmadactl_token's token output. Never printed."`
+	CACertHash       string `hcl:"ca_cert_hash,optional" doc:"Hash of the Karmada CA's public key, \"sha256:...\" (--discovery-token-ca-cert-hash), e.g. karmadactl_token's output. Required unless unsafe_skip_ca_verification."`
+	UnsafeSkipCA     bool   `hcl:"unsafe_skip_ca_verification,optional" doc:"Trust the Karmada API server without ca_cert_hash (--discovery-token-unsafe-skip-ca-verification)."`
+	ClusterName      string `hcl:"cluster_name" doc:"Name of the member in Karmada (--cluster-name)."`
+	Kubeconfig       string `hcl:"kubeconfig,optional" doc:"Path of the member cluster's kubeconfig (--kubeconfig); default $KUBECONFIG, then ~/.kube/config, as kubectl."`
+	Context          string `hcl:"context,optional" doc:"Context in the member's kubeconfig (--context); default its current-context."`
+	Namespace        string `hcl:"namespace,optional" doc:"Member namespace of karmada-agent (--namespace); default karmada-system."`
+	AgentImage       string `hcl:"karmada_agent_image,optional" doc:"Image of karmada-agent (--karmada-agent-image); default docker.io/karmada/karmada-agent of karmadactl's release."`
+	AgentReplicas    int    `hcl:"karmada_agent_replicas,optional" doc:"Replicas of karmada-agent (--karmada-agent-replicas); default 1."`
+	DiscoveryTimeout string `hcl:"discovery_timeout,optional" doc:"How long to try reaching the Karmada API server, a duration (--discovery-timeout); default 5m."`
+	CertRotation     bool   `hcl:"enable_cert_rotation,optional" doc:"Let karmada-agent renew its certificate before it expires (--enable-cert-rotation)."`
+	CertExpiration   string `hcl:"cert_expiration,optional" doc:"Lifetime of karmada-agent's certificate, a duration in whole seconds such as \"8760h\" (--cert-expiration-seconds, in seconds); default 365 days."`
+	ProxyServer      string `hcl:"proxy_server_address,optional" doc:"Address of a proxy to the member cluster (--proxy-server-address)."`
+
+	ClusterNamespace string   `hcl:"cluster_namespace,optional" doc:"Namespace in Karmada for the member's secrets (--cluster-namespace); default karmada-cluster."`
+	ClusterProvider  string   `hcl:"cluster_provider,optional" doc:"Provider of the member, for scheduling (--cluster-provider)."`
+	ClusterRegion    string   `hcl:"cluster_region,optional" doc:"Region of the member, for scheduling (--cluster-region)."`
+	ClusterZones     []string `hcl:"cluster_zones,optional" doc:"Zones of the member, for scheduling (--cluster-zones, joined with commas)."`
+}
+
+// registerFlags is every flag karmadactl_register emits besides `register ENDPOINT`.
+var registerFlags = flagTable{
+	{"token", "token", kindString},
+	{"ca_cert_hash", "discovery-token-ca-cert-hash", kindString},
+	{"unsafe_skip_ca_verification", "discovery-token-unsafe-skip-ca-verification", kindBool},
+	{"cluster_name", "cluster-name", kindString},
+	{"kubeconfig", "kubeconfig", kindString},
+	{"context", "context", kindString},
+	{"namespace", "namespace", kindString},
+	{"karmada_agent_image", "karmada-agent-image", kindString},
+	{"karmada_agent_replicas", "karmada-agent-replicas", kindInt},
+	{"discovery_timeout", "discovery-timeout", kindDuration},
+	{"enable_cert_rotation", "enable-cert-rotation", kindBool},
+	{"cert_expiration", "cert-expiration-seconds", kindSeconds},
+	{"proxy_server_address", "proxy-server-address", kindString},
+	{"cluster_namespace", "cluster-namespace", kindString},
+	{"cluster_provider", "cluster-provider", kindString},
+	{"cluster_region", "cluster-region", kindString},
+	{"cluster_zones", "cluster-zones", kindList},
+}
+
+func registerType() tasks.Type {
+	return tasks.Type{
+		Name:    "karmadactl_register",
+		Summary: "Register a member cluster with Karmada in Pull mode with karmadactl register",
+		Doc: `Runs karmadactl register API_ENDPOINT on the member (kubeconfig, context), which
+bootstraps with the token and installs karmada-agent. Each attribute maps to one
+karmadactl register flag; extra_args carries anything else.
+
+When the member already runs the Deployment karmada-agent in namespace, the task
+changes nothing and says "already present". The token is never printed: the
+command line and karmadactl's output are shown with it replaced by (sensitive).
+karmadactl takes the token only as a flag, so it is visible in the process list of
+the machine flow runs on while the command runs.`,
+		New: func() tasks.Task { return &Registration{} },
+		Outputs: []tasks.Output{
+			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
+		},
+		Example: `task "karmadactl_register" "member2" {
+  api_endpoint = task.karmadactl_token.register.api_endpoint
+  token        = task.karmadactl_token.register.token
+  ca_cert_hash = task.karmadactl_token.register.ca_cert_hash
+  cluster_name = "member2"
+  kubeconfig   = "/etc/flow/member2.kubeconfig"
+}`,
+	}
+}
+
+// Validate checks the endpoint, the shape of the token and hash (without ever
+// quoting the token), the cluster name, durations and extra_args.
+func (r *Registration) Validate() error {
+	if err := validateVersion(r.KarmadactlVersion); err != nil {
+		return err
+	}
+	if err := validateEndpoint(r.APIEndpoint); err != nil {
+		return &tasks.AttrError{Attr: "api_endpoint", Err: err}
+	}
+	if !bootstrapToken.MatchString(r.Token) || len(r.Token) != 23 {
+		return attrErr("token", "is not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	switch {
+	case r.CACertHash == "" && !r.UnsafeSkipCA:
+		return attrErr("ca_cert_hash", "required unless unsafe_skip_ca_verification is true")
+	case r.CACertHash != "" && !strings.HasPrefix(r.CACertHash, "sha256:"):
+		return attrErr("ca_cert_hash", "%q is not of the form sha256:HEX", r.CACertHash)
+	}
+	if err := validateClusterName("cluster_name", r.ClusterName); err != nil {
+		return err
+	}
+	if r.AgentReplicas < 0 {
+		return attrErr("karmada_agent_replicas", "%d must not be negative", r.AgentReplicas)
+	}
+	if err := registerFlags.validate(r, r.ExtraArgs); err != nil {
+		return err
+	}
+	return validateImages(r, registerFlags)
+}
+
+// validateEndpoint checks host:port without a scheme, as karmadactl register wants.
+func validateEndpoint(endpoint string) error {
+	host, port, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", endpoint, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" || strings.Contains(host, "/") {
+		return fmt.Errorf("%q is not host:port", endpoint)
+	}
+	return nil
+}
+
+// Run registers the member unless karmada-agent already runs there.
+func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	out := tasks.Outputs{"cluster": cty.StringVal(r.ClusterName)}
+	bin := newBinary(r.Karmadactl, r.KarmadactlVersion)
+	if err := bin.checkVersion(ctx, env); err != nil {
+		return nil, err
+	}
+	present, err := r.agentPresent(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("register %q: %w", r.ClusterName, err)
+	}
+	if present {
+		fmt.Fprintf(env.Stdout, "karmada-agent in namespace %s already present (cluster %s)\n", r.namespace(), r.ClusterName)
+		return out, nil
+	}
+	args := append(append([]string{"register", r.APIEndpoint}, registerFlags.args(r)...), r.ExtraArgs...)
+	fmt.Fprintln(env.Stdout, redact(strings.Join(append([]string{"karmadactl"}, args...), " "), r.Token))
+	stdout, stderr := newRedactingWriter(env.Stdout, r.Token), newRedactingWriter(env.Stderr, r.Token)
+	_, _, err = bin.run(ctx, env, args, stdout, stderr)
+	stdout.Close()
+	stderr.Close()
+	if err != nil {
+		return nil, fmt.Errorf("karmadactl register %q: %w", r.ClusterName, err)
+	}
+	return out, nil
+}
+
+func (r *Registration) namespace() string {
+	if r.Namespace == "" {
+		return defaultNamespace
+	}
+	return r.Namespace
+}
+
+// agentPresent reports whether the member has the karmada-agent Deployment.
+func (r *Registration) agentPresent(ctx context.Context) (bool, error) {
+	cfg, err := kube.RESTConfig(r.Kubeconfig, r.Context)
+	if err != nil {
+		return false, fmt.Errorf("member cluster: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("member cluster %s: %w", cfg.Host, err)
+	}
+	_, err = client.AppsV1().Deployments(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("member cluster %s: get deployment %s/%s: %w", cfg.Host, r.namespace(), agentDeployment, err)
+	}
+	return true, nil
+}
+
+var _ tasks.Task = (*Registration)(nil)

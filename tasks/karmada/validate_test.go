@@ -1,0 +1,125 @@
+package karmada
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskstest"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestRegisteredTypes(t *testing.T) {
+	r := tasks.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	// The examples refer to other tasks' outputs.
+	vars := map[string]cty.Value{"task": cty.ObjectVal(map[string]cty.Value{
+		"karmadactl_init": cty.ObjectVal(map[string]cty.Value{"karmada": cty.ObjectVal(map[string]cty.Value{
+			"kubeconfig": cty.StringVal("/var/lib/flow/karmada/karmada-apiserver.config"),
+		})}),
+		"karmadactl_token": cty.ObjectVal(map[string]cty.Value{"register": cty.ObjectVal(map[string]cty.Value{
+			"api_endpoint": cty.StringVal("10.0.3.10:32443"),
+			"token":        cty.StringVal("abcdef.0123456789abcdef"),
+			"ca_cert_hash": cty.StringVal("sha256:0123"),
+		})}),
+	})}
+	outputs := map[string]map[string]cty.Type{
+		"karmadactl_init":     {"kubeconfig": cty.String, "karmada_data": cty.String},
+		"karmadactl_join":     {"cluster": cty.String},
+		"karmadactl_token":    {"token": cty.String, "ca_cert_hash": cty.String, "api_endpoint": cty.String, "register_command": cty.String},
+		"karmadactl_register": {"cluster": cty.String},
+	}
+	for name, want := range outputs {
+		typ, ok := r.Lookup(name)
+		if !ok {
+			t.Fatalf("%s not registered", name)
+		}
+		taskstest.CheckType(t, *typ, want)
+		taskstest.CheckExample(t, *typ, vars)
+	}
+}
+
+// The token and the command that carries it are secrets (the CA hash and the
+// endpoint are not); the names and paths the others publish are Clean, so a
+// sensitive input (register's token) does not hide them.
+func TestOutputSensitivity(t *testing.T) {
+	for _, typ := range []tasks.Type{initType(), joinType(), tokenType(), registerType()} {
+		for _, o := range typ.Outputs {
+			isToken := typ.Name == "karmadactl_token"
+			secret := isToken && (o.Name == "token" || o.Name == "register_command")
+			if o.Sensitive != secret || o.Clean == isToken {
+				t.Errorf("%s output %s: Sensitive %v, Clean %v; want Sensitive %v, Clean %v", typ.Name, o.Name, o.Sensitive, o.Clean, secret, !isToken)
+			}
+		}
+	}
+}
+
+const goodToken = "abcdef.0123456789abcdef"
+
+func TestValidate(t *testing.T) {
+	no := false
+	register := func(edit func(*Registration)) *Registration {
+		r := &Registration{APIEndpoint: "127.0.0.1:5443", Token: goodToken, CACertHash: "sha256:00", ClusterName: "member2"}
+		if edit != nil {
+			edit(r)
+		}
+		return r
+	}
+	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "init minimal", Task: &Init{}},
+		{Name: "init full", Task: &Init{KarmadactlVersion: "v1.13.0", WaitTimeout: "0s", CertValidity: "8760h", Port: 32443,
+			AdvertiseAddress: "10.0.0.1", CertExternalIP: []string{"::1"}, ImagePullPolicy: "Always", EtcdStorageMode: "emptyDir",
+			EtcdReplicas: 3, CACertFile: "/ca.crt", CAKeyFile: "/ca.key", EtcdImage: "registry.k8s.io/etcd:3.5.16-0", DeinitFirst: &no}},
+		{Name: "init bad version", Task: &Init{KarmadactlVersion: "1.13"}, Attr: "karmadactl_version", Msg: "not a version"},
+		{Name: "init bad wait_timeout", Task: &Init{WaitTimeout: "5 minutes"}, Attr: "wait_timeout", Msg: "not a duration"},
+		{Name: "init fractional wait_timeout", Task: &Init{WaitTimeout: "1500ms"}, Attr: "wait_timeout", Msg: "whole seconds"},
+		{Name: "init negative cert validity", Task: &Init{CertValidity: "-1h"}, Attr: "cert_validity_period", Msg: "negative"},
+		{Name: "init bad port", Task: &Init{Port: 70000}, Attr: "port", Msg: "not a port"},
+		{Name: "init even etcd replicas", Task: &Init{EtcdReplicas: 2}, Attr: "etcd_replicas", Msg: "odd"},
+		{Name: "init bad advertise address", Task: &Init{AdvertiseAddress: "karmada.lab"}, Attr: "advertise_address", Msg: "not an IP"},
+		{Name: "init bad cert ip", Task: &Init{CertExternalIP: []string{"10.0.0.1", "x"}}, Attr: "cert_external_ip", Msg: `"x"`},
+		{Name: "init ca key without cert", Task: &Init{CAKeyFile: "/ca.key"}, Attr: "ca_key_file", Msg: "both or neither"},
+		{Name: "init bad pull policy", Task: &Init{ImagePullPolicy: "always"}, Attr: "image_pull_policy", Msg: "not one of"},
+		{Name: "init bad storage mode", Task: &Init{EtcdStorageMode: "pvc"}, Attr: "etcd_storage_mode", Msg: "not one of"},
+		{Name: "init bad image", Task: &Init{SchedulerImage: "Not An Image"}, Attr: "karmada_scheduler_image", Msg: "not an image reference"},
+		{Name: "init extra arg sets mapped flag", Task: &Init{ExtraArgs: []string{"--karmada-data=/x"}}, Attr: "extra_args", Msg: "set attribute karmada_data"},
+		{Name: "init extra arg sets force", Task: &Init{ExtraArgs: []string{"--force"}}, Attr: "extra_args", Msg: "--force: flow sets it"},
+		{Name: "init empty extra arg", Task: &Init{ExtraArgs: []string{""}}, Attr: "extra_args", Msg: "empty"},
+
+		{Name: "join", Task: &Join{Cluster: "member1", ClusterZones: []string{"a"}}},
+		{Name: "join bad cluster", Task: &Join{Cluster: "Member_1"}, Attr: "cluster", Msg: "RFC 1123"},
+		{Name: "join long cluster", Task: &Join{Cluster: "m123456789012345678901234567890123456789012345678"}, Attr: "cluster", Msg: "longer than 48"},
+		{Name: "join extra arg sets context", Task: &Join{Cluster: "m", ExtraArgs: []string{"--karmada-context", "x"}}, Attr: "extra_args", Msg: "set attribute context"},
+
+		{Name: "token", Task: &Token{Kubeconfig: "/k", TTL: "0s"}},
+		{Name: "token without kubeconfig", Task: &Token{}, Attr: "kubeconfig", Msg: "must not be empty"},
+		{Name: "token bad ttl", Task: &Token{Kubeconfig: "/k", TTL: "1d"}, Attr: "ttl", Msg: "not a duration"},
+		{Name: "token extra arg sets print-register-command", Task: &Token{Kubeconfig: "/k", ExtraArgs: []string{"--print-register-command=false"}}, Attr: "extra_args", Msg: "--print-register-command: flow sets it"},
+
+		{Name: "register", Task: register(nil)},
+		{Name: "register skip ca", Task: register(func(r *Registration) { r.CACertHash, r.UnsafeSkipCA = "", true })},
+		{Name: "register endpoint with scheme", Task: register(func(r *Registration) { r.APIEndpoint = "https://127.0.0.1:5443" }), Attr: "api_endpoint", Msg: "not host:port"},
+		{Name: "register endpoint without port", Task: register(func(r *Registration) { r.APIEndpoint = "127.0.0.1" }), Attr: "api_endpoint", Msg: "not host:port"},
+		{Name: "register bad token", Task: register(func(r *Registration) { r.Token = "abcdef.SECRETSECRETSECRE" }), Attr: "token", Msg: "not a bootstrap token"},
+		{Name: "register without hash", Task: register(func(r *Registration) { r.CACertHash = "" }), Attr: "ca_cert_hash", Msg: "required unless"},
+		{Name: "register bad hash", Task: register(func(r *Registration) { r.CACertHash = "md5:00" }), Attr: "ca_cert_hash", Msg: "sha256"},
+		{Name: "register without cluster name", Task: register(func(r *Registration) { r.ClusterName = "" }), Attr: "cluster_name", Msg: "RFC 1123"},
+		{Name: "register bad image", Task: register(func(r *Registration) { r.AgentImage = "a b" }), Attr: "karmada_agent_image", Msg: "image reference"},
+		{Name: "register fractional cert expiration", Task: register(func(r *Registration) { r.CertExpiration = "1.5s" }), Attr: "cert_expiration", Msg: "whole seconds"},
+		{Name: "register extra arg sets token", Task: register(func(r *Registration) { r.ExtraArgs = []string{"--token=x"} }), Attr: "extra_args", Msg: "set attribute token"},
+	})
+}
+
+// A token is never quoted back, malformed or passed in extra_args.
+func TestValidateNeverQuotesToken(t *testing.T) {
+	for _, r := range []*Registration{
+		{APIEndpoint: "127.0.0.1:5443", Token: "abcdef.SECRETSECRETSECRE", CACertHash: "sha256:00", ClusterName: "m"},
+		{APIEndpoint: "127.0.0.1:5443", Token: goodToken, CACertHash: "sha256:00", ClusterName: "m", ExtraArgs: []string{"--token=abcdef.SECRETSECRETSECRE"}},
+	} {
+		if err := r.Validate(); err == nil || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("Validate() = %v, want an error without the token", err)
+		}
+	}
+}
