@@ -56,7 +56,7 @@ locals {
   run_dir    = "${local.config_dir}/run"
   # Host ports of the control plane; all on 127.0.0.1.
   ports = {
-    etcd_client = 2479, etcd_peer = 2480, apiserver = 5443, webhook = 18443,
+    etcd_client    = 2479, etcd_peer = 2480, apiserver = 5443, webhook = 18443,
     webhook_health = 18000, controller_manager_health = 18357, scheduler_health = 18351,
   }
   karmada_server = "https://127.0.0.1:${local.ports.apiserver}"
@@ -223,7 +223,7 @@ task "process" "karmada_webhook" {
   "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:${local.ports.webhook_health}"]
   pid_file   = "${local.run_dir}/karmada-webhook.pid"
   log_file   = "${local.run_dir}/karmada-webhook.log"
-  ready_url  = "http://127.0.0.1:${local.ports.webhook_health}/healthz"
+  ready_tcp  = "127.0.0.1:${local.ports.webhook}" # karmada-webhook registers no health checks
   depends_on = [k8s_apply.karmada_crds]
 }
 
