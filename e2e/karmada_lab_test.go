@@ -31,7 +31,10 @@ import (
 // member's API server, read back through the forwarded ports. The teardown flow must
 // leave no container, process or file behind.
 
-const karmadaLabTimeout = 10 * time.Minute
+const (
+	karmadaLabTimeout = 10 * time.Minute
+	karmadaLabTrials  = 3
+)
 
 var karmadaClusters = schema.GroupVersionResource{Group: "cluster.karmada.io", Version: "v1alpha1", Resource: "clusters"}
 
@@ -67,29 +70,56 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 		seed = s
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0xca11))
-	state := filepath.Join(t.TempDir(), "karmada-lab.db")
-	p := start(t, tag, root, "run", lab, "--var", "config_dir="+configDir, "--state", state)
+	events := watchCreations(t, srv)
+	for trial := 1; trial <= karmadaLabTrials; trial++ {
+		events.reset()
+		state := filepath.Join(t.TempDir(), fmt.Sprintf("karmada-lab-%d.db", trial))
+		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
+		// Each trial is SIGKILLed once or twice at seeded moments, resumed in between.
+		for kills := 1 + rng.IntN(2); kills > 0; kills-- {
+			if !killAtSeededMoment(t, tag, root, state, args, rng) {
+				break
+			}
+			args = []string{"resume", "--state", state}
+		}
+		if r := runFlow(t, tag, root, karmadaLabTimeout, args...); r.code != 0 {
+			t.Fatalf("trial %d: %s exited %d\n%s", trial, args[0], r.code, r.desc)
+		}
+		checkKarmadaLab(t, configDir)
+		for name, n := range events.reset() {
+			if n > 1 {
+				t.Errorf("trial %d: instance %s was created %d times", trial, name, n)
+			}
+		}
+		runTeardown()
+		checkKarmadaLabGone(t, srv, configDir)
+	}
+}
+
+// killAtSeededMoment starts flow with args and SIGKILLs it after a seeded number of
+// succeeded instances. It reports false when the run ended first.
+func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rng *rand.Rand) bool {
+	t.Helper()
+	p := start(t, tag, root, args...)
 	first := waitStatus(t, tag, root, state, karmadaLabTimeout, "the plan", func(d statusDoc) bool { return len(d.Tasks) > 0 })
-	at := 3 + rng.IntN(len(first.Tasks)-6)
+	done := countStatus(first, "succeeded")
+	left := len(first.Tasks) - done
+	if left < 3 {
+		return false
+	}
+	at := done + 1 + rng.IntN(left-2)
 	doc := waitStatus(t, tag, root, state, karmadaLabTimeout, fmt.Sprintf("%d succeeded instances", at), func(d statusDoc) bool {
 		return countStatus(d, "succeeded") >= at || d.Status != "running"
 	})
 	if doc.Status != "running" {
 		p.wait(time.Minute)
-		t.Fatalf("the lab ended (%s) before the kill after %d instances\n%s", doc.Status, at, p.describe())
+		t.Logf("the run ended (%s) before the kill after %d instances", doc.Status, at)
+		return false
 	}
 	p.killGroup()
 	p.wait(10 * time.Second)
-	t.Logf("SIGKILL after %d of %d instances succeeded (seed %d)", at, len(first.Tasks), seed)
-
-	r := runFlow(t, tag, root, karmadaLabTimeout, "resume", "--state", state)
-	if r.code != 0 {
-		t.Fatalf("resume exited %d\n%s", r.code, r.desc)
-	}
-	checkKarmadaLab(t, configDir)
-
-	runTeardown()
-	checkKarmadaLabGone(t, srv, configDir)
+	t.Logf("SIGKILL after %d of %d instances succeeded", at, len(first.Tasks))
+	return true
 }
 
 // checkKarmadaLab asserts the finished lab through the files it wrote: every kubeconfig
