@@ -123,6 +123,14 @@ func (j *Join) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	}
 	args := append(append([]string{"join", j.Cluster}, joinFlags.args(j)...), j.ExtraArgs...)
 	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
+		// A join left running by a killed run may have created the Cluster
+		// meanwhile; then ours is refused, and the member is joined all the same.
+		if ctx.Err() == nil {
+			if c, gerr := getCluster(ctx, j.Kubeconfig, j.Context, j.Cluster); gerr == nil && c != nil {
+				fmt.Fprintf(env.Stdout, "cluster %s was joined by an earlier attempt\n", j.Cluster)
+				return out, nil
+			}
+		}
 		return nil, fmt.Errorf("karmadactl join %q: %w", j.Cluster, err)
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package karmada
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowdev/flow/tasks/kube/kubetest"
 	"github.com/flowdev/flow/tasks/taskstest"
@@ -39,6 +41,7 @@ func TestWithAPIServers(t *testing.T) {
 		filepath.Join("..", "..", "flows", "karmada-local-lab", "cluster-crd.yaml"))
 
 	t.Run("join", s.testJoin)
+	t.Run("join raced by an earlier attempt FakeKarmadactl", s.testJoinRaced)
 	t.Run("token", s.testToken)
 	t.Run("init already present", s.testInitPresent)
 	t.Run("init deinit first FakeKarmadactl", s.testInitDeinit)
@@ -88,6 +91,32 @@ func (s servers) testJoin(t *testing.T) {
 	}
 	if got := subcommands(t, record); strings.Join(got, " ") != "version join version" {
 		t.Errorf("karmadactl calls = %q, want version join version", got)
+	}
+}
+
+// A join left running by a killed run creates the Cluster while the re-run's own
+// join is under way; karmadactl then refuses ("already exist"), and the task
+// succeeds because the member is joined.
+func (s servers) testJoinRaced(t *testing.T) {
+	bin, _ := fakeKarmadactl(t, kubetest.KarmadaVersion, map[string]string{
+		"join": "sleep 1; echo 'error: failed to create cluster(member-raced) object. error: cluster(member-raced) already exist' >&2; exit 1",
+	})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		c := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+			"metadata": map[string]any{"name": "member-raced"},
+			"spec":     map[string]any{"apiEndpoint": s.member.URL, "syncMode": "Push"},
+		}}
+		_, _ = s.karmada.Dynamic(t).Resource(clusters).Create(context.Background(), c, metav1.CreateOptions{})
+	}()
+	env, buf := taskstest.NewEnv(t)
+	join := &Join{Karmadactl: bin, Cluster: "member-raced", Kubeconfig: s.karmada.Kubeconfig, ClusterKubeconfig: s.member.Kubeconfig}
+	if _, err := join.Run(t.Context(), env); err != nil {
+		t.Fatalf("Run() = %v\n%s", err, buf)
+	}
+	if !strings.Contains(buf.String(), "cluster member-raced was joined by an earlier attempt") {
+		t.Errorf("output:\n%s", buf)
 	}
 }
 
