@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 )
@@ -39,7 +40,7 @@ const (
 
 // checkKinds fails, before anything is applied, on a kind the server does not
 // serve unless one of crds defines it.
-func (ap *applier) checkKinds(ms, crds []*manifest) error {
+func (ap *applier) checkKinds(ctx context.Context, ms, crds []*manifest) error {
 	ap.crdKinds = map[string]bool{}
 	for _, crd := range crds {
 		for _, gvk := range definedKinds(crd.obj) {
@@ -48,7 +49,10 @@ func (ap *applier) checkKinds(ms, crds []*manifest) error {
 	}
 	for _, m := range ms {
 		gvk := m.obj.GroupVersionKind()
-		_, err := ap.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		_, err := ap.restMapping(ctx, gvk)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: look up kind: %w", m, ctx.Err())
+		}
 		if meta.IsNoMatchError(err) && ap.crdKinds[gvk.String()] {
 			continue
 		}
@@ -72,9 +76,12 @@ func (ap *applier) mapping(ctx context.Context, m *manifest) (*meta.RESTMapping,
 	gvk := m.obj.GroupVersionKind()
 	deadline := time.Now().Add(mappingRetryFor)
 	for {
-		mapping, err := ap.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := ap.restMapping(ctx, gvk)
 		if err == nil {
 			return mapping, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: look up kind: %w", m, ctx.Err())
 		}
 		if !meta.IsNoMatchError(err) || !ap.crdKinds[gvk.String()] || time.Now().After(deadline) {
 			return nil, mappingError(m, err)
@@ -85,6 +92,26 @@ func (ap *applier) mapping(ctx context.Context, m *manifest) (*meta.RESTMapping,
 		case <-time.After(mappingRetryInterval):
 		}
 		ap.mapper.Reset()
+	}
+}
+
+// restMapping looks gvk up through discovery, which takes no context: it runs
+// aside so that a server that does not answer cannot hold a cancelled run.
+func (ap *applier) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	type result struct {
+		mapping *meta.RESTMapping
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := ap.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.mapping, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // discoveryTimeout bounds each discovery request: the REST mapper cannot take a
-// context, so this is what keeps an unreachable server from blocking a cancelled run.
+// context, so lookups run aside (restMapping) and this ends what they leave running.
 const discoveryTimeout = 30 * time.Second
 
 var (
@@ -43,7 +43,7 @@ func (a *Apply) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 		return nil, err
 	}
 	namespaces, crds, rest := partition(manifests)
-	if err := ap.checkKinds(rest, crds); err != nil {
+	if err := ap.checkKinds(ctx, rest, crds); err != nil {
 		return nil, err
 	}
 	var refs []cty.Value
@@ -83,6 +83,9 @@ func (a *Apply) newApplier(env *tasks.Env) (*applier, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The server's warnings (deprecated APIs, fields, labels) are the user's to
+	// see; client-go's default would log them to the process's stderr.
+	cfg.WarningHandler = rest.NewWarningWriter(env.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)

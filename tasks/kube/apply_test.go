@@ -1,19 +1,27 @@
 package kube
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube/kubetest"
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 var applyServerTests = []serverTest{
@@ -25,6 +33,7 @@ var applyServerTests = []serverTest{
 	{"apply/conflict and force", testApplyConflict},
 	{"apply/crd_timeout", testApplyCRDTimeout},
 	{"apply/Karmada CRDs", testApplyKarmadaCRDs},
+	{"apply/server warnings", testApplyWarnings},
 }
 
 var (
@@ -375,4 +384,59 @@ func testApplyKarmadaCRDs(t *testing.T, s *kubetest.Server) {
 	if strings.Count(printed, "unchanged apiextensions.k8s.io/v1 CustomResourceDefinition ") != n {
 		t.Errorf("re-apply printed:\n%s", printed)
 	}
+}
+
+// The kinds are looked up through discovery, which takes no context: a server that
+// never answers must not hold a cancelled run.
+func TestApplyDiscoveryUnanswered(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first, so that Close does not wait
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["silent"] = &clientcmdapi.Cluster{Server: srv.URL}
+	cfg.AuthInfos["silent"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["silent"] = &clientcmdapi.Context{Cluster: "silent", AuthInfo: "silent"}
+	cfg.CurrentContext = "silent"
+	kubeconfig := filepath.Join(t.TempDir(), "silent.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	env, _ := taskstest.NewEnv(t)
+	start := time.Now()
+	_, err := (&Apply{Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", Kubeconfig: kubeconfig}).Run(ctx, env)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("cancelled Run took %v, want it to end at once", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run() = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// Warnings of the server (deprecated labels here) are the user's to see: they go to
+// the task's stderr, not around the engine to the process's.
+func testApplyWarnings(t *testing.T, s *kubetest.Server) {
+	content := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: warned}
+spec:
+  selector: {matchLabels: {app: warned}}
+  template:
+    metadata: {labels: {app: warned}}
+    spec:
+      nodeSelector: {beta.kubernetes.io/arch: amd64}
+      containers: [{name: c, image: nginx}]
+`
+	_, printed := mustRun(t, &Apply{Content: content, Kubeconfig: s.Kubeconfig})
+	checkPrinted(t, printed,
+		`Warning: spec.template.spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" instead`,
+		"created apps/v1 Deployment default/warned")
 }

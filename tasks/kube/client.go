@@ -5,7 +5,9 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,6 +32,9 @@ func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
+		// A parse error may quote the file, which holds credentials, after
+		// naming it again.
+		err = errors.New(strings.TrimPrefix(parseError(err).Error(), `error loading config file "`+kubeconfig+`": `))
 		where := kubeconfig
 		if where == "" {
 			where = "the default kubeconfig"

@@ -103,11 +103,13 @@ func renameEntry[V any](m map[string]V, from, to, what string) error {
 }
 
 // parseError reduces a kubeconfig parse error to its reason. Decoders may quote
-// the input around the offending byte, and the input holds credentials.
+// the input around the offending byte, a key that is a mapping or sequence
+// ("invalid map key: map[...]{...}") or a mistagged value ("!!str `...`"), and the
+// input holds credentials.
 func parseError(err error) error {
 	msg := err.Error()
 	msg, _, _ = strings.Cut(msg, "\n")
-	for _, marker := range []string{", error found in #", "|", " in '", ` in "`} {
+	for _, marker := range []string{", error found in #", "|", " in '", ` in "`, ": map[", ": []", " `"} {
 		if i := strings.Index(msg, marker); i >= 0 {
 			msg = msg[:i]
 		}

@@ -186,6 +186,32 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
+// A kubeconfig that cannot be parsed fails every Kubernetes task: the error names
+// the file and never quotes it, which holds credentials.
+func TestRESTConfigErrors(t *testing.T) {
+	const secret = "s3cr3t-t0ken-value"
+	dir := t.TempDir()
+	for _, c := range []struct{ name, content, msg string }{
+		{"mapping as a key", "users:\n- {token: " + secret + "}: 1\n", "yaml: invalid map key"},
+		{"wrong tag", "users:\n- name: u\n  user: {token: !!int " + secret + "}\n", "yaml: cannot decode"},
+		{"unterminated", "users:\n- name: u\n  user: {token: \"" + secret + "\n", "yaml: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".kubeconfig")
+			if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := RESTConfig(path, "")
+			if err == nil || !strings.HasPrefix(err.Error(), "load "+path+": ") || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("RESTConfig() = %v, want %q...%q", err, "load "+path+": ", c.msg)
+			}
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("the token leaked: %q", err)
+			}
+		})
+	}
+}
+
 // Errors that need no server: they name the file written, and never quote the
 // source, which holds credentials.
 func TestKubeconfigRunErrors(t *testing.T) {
@@ -217,6 +243,9 @@ current-context: microk8s
 		{"no current context", &Kubeconfig{Content: strings.Replace(good, "current-context: microk8s", "", 1)}, "no current-context; set context"},
 		{"unparsable content", &Kubeconfig{Content: "users:\n- name: u\n  user: {token: " + secret + "\n"}, "parse content: "},
 		{"content of wrong type", &Kubeconfig{Content: `{"users": [{"name": "u", "user": {"token": ["` + secret + `"]}}]}`}, "parse content: "},
+		{"mapping as a key", &Kubeconfig{Content: "users:\n- {token: " + secret + "}: 1\n"}, "parse content: yaml: invalid map key"},
+		{"sequence as a key", &Kubeconfig{Content: "[" + secret + "]: 1\n"}, "parse content: yaml: invalid map key"},
+		{"wrong tag", &Kubeconfig{Content: "users:\n- name: u\n  user: {token: !!int " + secret + "}\n"}, "parse content: yaml: cannot decode"},
 		{"missing source", &Kubeconfig{Source: filepath.Join(dir, "nosuch")}, `source "` + filepath.Join(dir, "nosuch") + `" does not exist`},
 		{"rename onto existing", &Kubeconfig{Content: taken, ClusterName: "taken", Minify: new(bool)}, `rename cluster "c" to "taken": the source already has a cluster of that name`},
 	} {

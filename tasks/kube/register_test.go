@@ -92,11 +92,16 @@ func TestReadManifestErrors(t *testing.T) {
 		{"no name", "# comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", `content document 2: apiVersion "v1" kind "ConfigMap": metadata.name is required`},
 		{"bad apiVersion", "apiVersion: a/b/c\nkind: X\nmetadata: {name: x}\n", `apiVersion "a/b/c" is not GROUP/VERSION or VERSION`},
 		{"list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: ok}\n- 3\n", "content document 1 item 2: not an object"},
+		{"mapping as a key", "apiVersion: v1\nkind: Secret\nstringData:\n  {password: hunter2-secret}: x\n", "content document 1: yaml: invalid map key"},
+		{"wrong tag", "apiVersion: v1\nkind: Secret\nstringData: {password: !!int hunter2-secret}\n", "content document 1: yaml: cannot decode"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := readManifests(nil, c.content)
 			if err == nil || !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("readManifests() = %v, want %q", err, c.msg)
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("readManifests() = %q quotes the content", err)
 			}
 		})
 	}

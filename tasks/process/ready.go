@@ -47,9 +47,10 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 			return fmt.Errorf("%s %s before it was ready%s", r.rec.label(), how, logTail(logFile, r.logFrom))
 		}
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w", what, ctx.Err())
-		case <-waitCtx.Done():
+		case <-waitCtx.Done(): // also when ctx ends: which of the two must not be left to chance
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("wait for %s: %w", what, err)
+			}
 			return fmt.Errorf("%s not ready after %s (last: %s); it keeps running%s",
 				r.rec.label(), limit, last, logTail(logFile, r.logFrom))
 		case <-progress.C:

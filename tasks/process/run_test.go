@@ -143,6 +143,29 @@ func TestCancelWhileWaitingKeepsProcess(t *testing.T) {
 	}
 }
 
+// A run cancelled before it waits (here: the process already present) says it was
+// cancelled, every time: the expired wait must not pass for ready_timeout.
+func TestCancelledBeforeWait(t *testing.T) {
+	p := newProcess(t, "sleep", "30")
+	p.ReadyTCP = freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, _, err := run(ctx, t, p); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first Run error = %v, want the wait cut short", err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 20 {
+		_, printed, err := run(cancelled, t, p)
+		if !strings.Contains(printed, "already present") {
+			t.Fatalf("run %d printed %q, want the process already present", i, printed)
+		}
+		if want := "wait for tcp://" + p.ReadyTCP + ": context canceled"; err == nil || err.Error() != want {
+			t.Fatalf("run %d: Run error = %v, want %q", i, err, want)
+		}
+	}
+}
+
 // The process outlives a flow that is killed with SIGKILL.
 func TestSurvivesKilledFlow(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "p.pid")

@@ -29,8 +29,9 @@ which the process task gives each process it starts), waits up to stop_timeout f
 exit, then sends SIGKILL. The pid file is removed afterwards.
 
 A missing pid file, or one whose process no longer runs, means "already stopped". A pid
-that now belongs to another process (its command line or start time differ from what
-the pid file recorded) is left alone.`,
+that now belongs to another process (one that started at another time or in another
+boot than the pid file recorded) is left alone; the command line is not compared, so a
+wrapper that exec'd its program is still stopped.`,
 		New: func() tasks.Task { return &ProcessStop{} },
 		Outputs: []tasks.Output{
 			{Name: "stopped", Type: cty.Bool, Doc: "Whether a process was running and was stopped; false when it was already stopped."},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -97,7 +98,10 @@ func newConditionProbe(w *WaitReady) (probe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	t, _ := w.timing() // Validate parsed it
+	dcfg := rest.CopyConfig(cfg)
+	dcfg.Timeout = t.request // discovery takes no context; this ends what mapping leaves running
+	disco, err := discovery.NewDiscoveryClientForConfig(dcfg)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}
@@ -115,7 +119,10 @@ func newConditionProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *conditionProbe) check(ctx context.Context) (bool, string, error) {
-	mapping, err := p.mapper.RESTMapping(p.kind, p.version)
+	mapping, err := p.mapping(ctx)
+	if ctx.Err() != nil {
+		return false, "", nil // the wait's end or request_timeout says what happened
+	}
 	if err != nil {
 		p.mapper.Reset() // discover again next time: the CRD may be applied by then
 		if meta.IsNoMatchError(err) {
@@ -151,6 +158,26 @@ func (p *conditionProbe) check(ctx context.Context) (bool, string, error) {
 		return false, fmt.Sprintf("%s, observed generation %d of %d", state, c.observedGeneration, obj.GetGeneration()), nil
 	}
 	return c.status == p.want, state, nil
+}
+
+// mapping looks the kind up through discovery, which takes no context: it runs
+// aside so that a server that does not answer cannot hold the check past ctx.
+func (p *conditionProbe) mapping(ctx context.Context) (*meta.RESTMapping, error) {
+	type result struct {
+		mapping *meta.RESTMapping
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := p.mapper.RESTMapping(p.kind, p.version)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.mapping, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 var _ probe = (*conditionProbe)(nil)

@@ -2,6 +2,8 @@ package wait
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +104,34 @@ func testCondition(t *testing.T, s *kubetest.Server) {
 			return createObject(context.Background(), dyn.Resource(widgets).Namespace("cond"), widgets, "Widget", "w1",
 				map[string]any{"conditions": conditions("Scheduled", "True", "Scheduled", "")})
 		})
+	})
+
+	// Discovery takes no context: a server that never answers it must not hold the
+	// wait past wait_timeout, nor a cancelled run.
+	t.Run("discovery unanswered", func(t *testing.T) {
+		silent := writeKubeconfig(t, s, serve(t, hang(t)).URL)
+		w := with(deployment, func(*WaitReady) {})
+		w.Kubeconfig = silent
+		start := time.Now()
+		_, _, err := run(ctx, t, w)
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("Run took %v, want about %s", took, w.WaitTimeout)
+		}
+		if want := "not ready after " + shortWait + ": last no answer within "; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run error = %v, want it to contain %q", err, want)
+		}
+
+		w.WaitTimeout = "1m"
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		_, _, err = run(cctx, t, w)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("cancelled Run took %v, want it to end at once", took)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cancelled Run error = %v, want context.DeadlineExceeded", err)
+		}
 	})
 
 	t.Run("deployment becomes unavailable", func(t *testing.T) {
