@@ -76,14 +76,15 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 		state := filepath.Join(t.TempDir(), fmt.Sprintf("karmada-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
 		// Each trial is SIGKILLed once or twice at seeded moments, resumed in between.
-		for kills := 1 + rng.IntN(2); kills > 0; kills-- {
-			if !killAtSeededMoment(t, tag, root, state, args, rng) {
-				break
-			}
+		finished := false
+		for kills := 1 + rng.IntN(2); kills > 0 && !finished; kills-- {
+			finished = killAtSeededMoment(t, tag, root, state, args, rng)
 			args = []string{"resume", "--state", state}
 		}
-		if r := runFlow(t, tag, root, karmadaLabTimeout, args...); r.code != 0 {
-			t.Fatalf("trial %d: %s exited %d\n%s", trial, args[0], r.code, r.desc)
+		if !finished {
+			if r := runFlow(t, tag, root, karmadaLabTimeout, args...); r.code != 0 {
+				t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
+			}
 		}
 		checkKarmadaLab(t, configDir)
 		for name, n := range events.reset() {
@@ -97,29 +98,40 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 }
 
 // killAtSeededMoment starts flow with args and SIGKILLs it after a seeded number of
-// succeeded instances. It reports false when the run ended first.
-func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rng *rand.Rand) bool {
+// succeeded instances. When the run ends first, it waits for flow to exit and
+// reports whether the run finished successfully.
+func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rng *rand.Rand) (finished bool) {
 	t.Helper()
 	p := start(t, tag, root, args...)
-	first := waitStatus(t, tag, root, state, karmadaLabTimeout, "the plan", func(d statusDoc) bool { return len(d.Tasks) > 0 })
-	done := countStatus(first, "succeeded")
-	left := len(first.Tasks) - done
-	if left < 3 {
-		return false
+	ended := func() bool {
+		if !p.wait(karmadaLabTimeout) {
+			t.Fatalf("flow did not finish\n%s", p.describe())
+		}
+		if p.code() != 0 {
+			t.Fatalf("flow %s exited %d\n%s", args[0], p.code(), p.describe())
+		}
+		return true
 	}
-	at := done + 1 + rng.IntN(left-2)
+	// Until this process holds the state, status shows the previous run's end.
+	first := waitStatus(t, tag, root, state, karmadaLabTimeout, "the run to start", func(d statusDoc) bool {
+		return d.Status == "running" || p.exited()
+	})
+	done := countStatus(first, "succeeded")
+	if p.exited() || len(first.Tasks)-done < 3 {
+		return ended()
+	}
+	at := done + 1 + rng.IntN(len(first.Tasks)-done-2)
 	doc := waitStatus(t, tag, root, state, karmadaLabTimeout, fmt.Sprintf("%d succeeded instances", at), func(d statusDoc) bool {
 		return countStatus(d, "succeeded") >= at || d.Status != "running"
 	})
 	if doc.Status != "running" {
-		p.wait(time.Minute)
 		t.Logf("the run ended (%s) before the kill after %d instances", doc.Status, at)
-		return false
+		return ended()
 	}
 	p.killGroup()
 	p.wait(10 * time.Second)
 	t.Logf("SIGKILL after %d of %d instances succeeded", at, len(first.Tasks))
-	return true
+	return false
 }
 
 // checkKarmadaLab asserts the finished lab through the files it wrote: every kubeconfig

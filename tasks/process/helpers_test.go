@@ -122,7 +122,14 @@ func spawn(t *testing.T, argv ...string) int {
 	}
 	go func() { _ = cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd.Process.Pid
+	// Until the child has exec'd, /proc shows the test binary's command line.
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.HasPrefix(string(b), argv[0]+"\x00") {
+			break
+		}
+	}
+	return pid
 }
 
 // recordOf returns a record of the running pid as the process task would write it.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -116,12 +117,25 @@ func (p *Process) start(ctx context.Context, out io.Writer, logFile string) (*ru
 	if err != nil {
 		return nil, fmt.Errorf("start %q: %w", p.program(), err)
 	}
-	cmd := p.command(log)
-	err = cmd.Start()
-	_ = log.Close() // the process has its own descriptor
+	program, err := p.resolveProgram()
 	if err != nil {
+		_ = log.Close()
 		return nil, p.startError(err)
 	}
+	gate, release, err := os.Pipe()
+	if err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("start %q: %w", p.program(), err)
+	}
+	cmd := p.command(log, program, gate)
+	err = cmd.Start()
+	_ = log.Close() // the process has its own descriptors
+	_ = gate.Close()
+	if err != nil {
+		_ = release.Close()
+		return nil, p.startError(err)
+	}
+	defer release.Close() // unreleased: the gate reads EOF and the program never runs
 	pid := cmd.Process.Pid
 	info, err := inspect(pid) // not reaped yet, so readable even if it exited already
 	if err == nil && info.start == 0 {
@@ -130,6 +144,9 @@ func (p *Process) start(ctx context.Context, out io.Writer, logFile string) (*ru
 	rec := record{PID: pid, Argv: p.Command, Start: info.start, BootID: bootID()}
 	if err == nil {
 		err = writeRecord(p.PIDFile, rec)
+	}
+	if err == nil {
+		_, err = io.WriteString(release, "go\n")
 	}
 	if err != nil {
 		// Unrecorded, nothing could ever find or stop it.
@@ -170,10 +187,19 @@ func openLog(path string) (*os.File, int64, error) {
 	return f, offset, nil
 }
 
+// gateScript holds the program back until flow has recorded it in the pid file: the
+// shell runs it (same pid, same start time) only after reading "go" on fd 3. A flow
+// killed between the start and the pid file closes the pipe instead, and nothing
+// unrecorded is left running to hold ports a resumed run needs.
+const gateScript = `IFS= read -r go <&3 && [ "$go" = go ] && exec "$@" 3<&-`
+
 // command builds the detached process: a new session (so neither a terminal's signals
-// nor flow's exit reach it), stdin from /dev/null, stdout and stderr to log.
-func (p *Process) command(log *os.File) *osexec.Cmd {
-	cmd := osexec.Command(p.Command[0], p.Command[1:]...)
+// nor flow's exit reach it), stdin from /dev/null, stdout and stderr to log, and the
+// program behind the gate read from gate.
+func (p *Process) command(log *os.File, program string, gate *os.File) *osexec.Cmd {
+	args := append([]string{"-c", gateScript, "flow-process-gate", program}, p.Command[1:]...)
+	cmd := osexec.Command("/bin/sh", args...)
+	cmd.ExtraFiles = []*os.File{gate}
 	cmd.Dir = p.Dir
 	if len(p.Env) > 0 {
 		cmd.Env = os.Environ()
@@ -189,6 +215,28 @@ func (p *Process) command(log *os.File) *osexec.Cmd {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd
+}
+
+// resolveProgram finds the program as exec would (PATH for a bare name, dir for a
+// relative path), so that a missing or non-executable program fails the start
+// instead of the gate.
+func (p *Process) resolveProgram() (string, error) {
+	prog := p.Command[0]
+	if !strings.Contains(prog, "/") {
+		return osexec.LookPath(prog)
+	}
+	path := prog
+	if !filepath.IsAbs(path) && p.Dir != "" {
+		path = filepath.Join(p.Dir, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", err
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return "", &fs.PathError{Op: "exec", Path: prog, Err: fs.ErrPermission}
+	}
+	return prog, nil
 }
 
 // startError turns a failed start into `start "prog": reason`.

@@ -468,3 +468,35 @@ func TestForeignPIDFile(t *testing.T) {
 		t.Errorf("Run error = %v, want %q", err, want)
 	}
 }
+
+// A flow killed between starting the process and writing its pid file closes the
+// gate without releasing it: the program never runs, so no unrecorded process is
+// left holding ports that a resumed run needs.
+func TestGateClosedWithoutReleaseRunsNothing(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	p := &Process{Command: []string{"touch", marker}}
+	program, err := p.resolveProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := p.command(log, program, gate)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gate.Close()
+	release.Close() // as the kernel does when flow dies
+	_ = cmd.Wait()
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("the program ran although the gate was never released (stat: %v)", err)
+	}
+}
