@@ -108,7 +108,9 @@ func (e *Exec) command(stdout, stderr *os.File) *osexec.Cmd {
 		cmd.Stdin = strings.NewReader(e.Stdin)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a SIGKILLed flow takes the program with it, so a resume never races
+	// a leftover copy (what the program started itself may still outlive it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
