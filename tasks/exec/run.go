@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	osexec "os/exec"
 	"slices"
@@ -13,9 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // KillGrace is how long a cancelled command's process group has to exit after SIGTERM
@@ -116,18 +116,7 @@ func (e *Exec) command(stdout, stderr *os.File) *osexec.Cmd {
 
 // startError turns a failed start into `start "prog": reason`.
 func (e *Exec) startError(err error) error {
-	var ee *osexec.Error
-	if errors.As(err, &ee) {
-		err = ee.Err // drop the "exec: NAME:" prefix; the message names the program itself
-	}
-	if e.Dir != "" { // a bad dir fails as "fork/exec PROGRAM: ...", blaming the program
-		var pe *fs.PathError
-		if fi, serr := os.Stat(e.Dir); errors.As(serr, &pe) {
-			err = fmt.Errorf("dir %s: %w", e.Dir, pe.Err)
-		} else if serr == nil && !fi.IsDir() {
-			err = fmt.Errorf("dir %s: %w", e.Dir, syscall.ENOTDIR)
-		}
-	}
+	err = tasks.StartCause(e.Dir, err)
 	if e.Script != "" {
 		return fmt.Errorf("start script: %w", err)
 	}

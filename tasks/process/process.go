@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // Process starts a long-running program detached from flow and waits until it is

@@ -3,9 +3,10 @@ package process
 import (
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/taskstest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func TestValidate(t *testing.T) {

@@ -3,13 +3,14 @@ package process
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // Tests shorten these.
@@ -54,7 +55,7 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 			return fmt.Errorf("%s not ready after %s (last: %s); it keeps running%s",
 				r.rec.label(), limit, last, logTail(logFile, r.logFrom))
 		case <-progress.C:
-			fmt.Fprintf(out, "still waiting for %s (%s, last: %s)\n", what, roundElapsed(time.Since(start)), last)
+			fmt.Fprintf(out, "still waiting for %s (%s, last: %s)\n", what, tasks.RoundElapsed(time.Since(start)), last)
 		case <-r.exited: // nil for a process found running: never ready
 		case <-next.C:
 			checkCtx, cancelCheck := context.WithTimeout(waitCtx, requestTimeout)
@@ -66,7 +67,7 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 				if how, gone := r.gone(); gone {
 					return fmt.Errorf("%s %s before it was ready%s", r.rec.label(), how, logTail(logFile, r.logFrom))
 				}
-				fmt.Fprintf(out, "%s ready after %s\n", r.rec.label(), roundElapsed(time.Since(start)))
+				fmt.Fprintf(out, "%s ready after %s\n", r.rec.label(), tasks.RoundElapsed(time.Since(start)))
 				return nil
 			}
 			if waitCtx.Err() == nil {
@@ -107,7 +108,7 @@ func (p *Process) httpCheck() readyCheck {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return false, "error: " + cause(err)
+			return false, "error: " + tasks.ErrorCause(err)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
@@ -120,29 +121,9 @@ func tcpCheck(addr string) readyCheck {
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			return false, "error: " + cause(err)
+			return false, "error: " + tasks.ErrorCause(err)
 		}
 		_ = conn.Close()
 		return true, "connected"
-	}
-}
-
-// cause drops the operation and address layers (*url.Error, *net.OpError) of err,
-// whose text the wait's own messages already give.
-func cause(err error) string {
-	for {
-		var ue *url.Error
-		var oe *net.OpError
-		var next error
-		switch {
-		case errors.As(err, &ue):
-			next = ue.Err
-		case errors.As(err, &oe):
-			next = oe.Err
-		}
-		if next == nil {
-			return err.Error()
-		}
-		err = next
 	}
 }

@@ -15,8 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // recreateStopTimeout is how long a process replaced because of recreate has to exit
@@ -241,18 +242,7 @@ func (p *Process) resolveProgram() (string, error) {
 
 // startError turns a failed start into `start "prog": reason`.
 func (p *Process) startError(err error) error {
-	var ee *osexec.Error
-	if errors.As(err, &ee) {
-		err = ee.Err // drop the "exec: NAME:" prefix; the message names the program itself
-	}
-	if p.Dir != "" { // a bad dir fails as "fork/exec PROGRAM: ...", blaming the program
-		var pe *fs.PathError
-		if fi, serr := os.Stat(p.Dir); errors.As(serr, &pe) {
-			err = fmt.Errorf("dir %s: %w", p.Dir, pe.Err)
-		} else if serr == nil && !fi.IsDir() {
-			err = fmt.Errorf("dir %s: %w", p.Dir, syscall.ENOTDIR)
-		}
-	}
+	err = tasks.StartCause(p.Dir, err)
 	return fmt.Errorf("start %q: %w", p.program(), err)
 }
 

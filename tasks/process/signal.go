@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // Tests shorten these.
@@ -42,7 +44,7 @@ func stop(ctx context.Context, out io.Writer, rec record, sig syscall.Signal, ti
 	gone, err := waitGone(ctx, rec, timeout)
 	if err != nil || gone {
 		if gone {
-			fmt.Fprintf(out, "%s stopped after %s\n", rec.label(), roundElapsed(time.Since(started)))
+			fmt.Fprintf(out, "%s stopped after %s\n", rec.label(), tasks.RoundElapsed(time.Since(started)))
 		}
 		return err
 	}
@@ -56,7 +58,7 @@ func stop(ctx context.Context, out io.Writer, rec record, sig syscall.Signal, ti
 	if !gone {
 		return fmt.Errorf("stop %s: still running %s after SIGKILL", rec.label(), killWait)
 	}
-	fmt.Fprintf(out, "%s killed after %s\n", rec.label(), roundElapsed(time.Since(started)))
+	fmt.Fprintf(out, "%s killed after %s\n", rec.label(), tasks.RoundElapsed(time.Since(started)))
 	return nil
 }
 
@@ -112,17 +114,4 @@ func signalName(sig syscall.Signal) string {
 		}
 	}
 	return sig.String()
-}
-
-// roundElapsed keeps durations readable: milliseconds below a second, tenths below a
-// minute, whole seconds above.
-func roundElapsed(d time.Duration) time.Duration {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond)
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond)
-	default:
-		return d.Round(time.Second)
-	}
 }

@@ -8,8 +8,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // ProcessStop stops the process a pid file written by the process task names. It is

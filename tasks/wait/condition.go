@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flowdev/flow/tasks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // conditionKind is ready when any object, named by api_version, object_kind, name and

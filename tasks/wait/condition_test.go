@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowdev/flow/tasks/kube/kubetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flowdev/flow/tasks/kube/kubetest"
 )
 
 func testCondition(t *testing.T, s *kubetest.Server) {

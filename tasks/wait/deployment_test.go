@@ -4,11 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/flowdev/flow/tasks/kube/kubetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowdev/flow/tasks/kube/kubetest"
 )
 
 // createDeployment creates a Deployment of 3 replicas and writes status through the

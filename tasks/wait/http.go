@@ -14,8 +14,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // httpKind is ready when a GET of url answers with an expected status and, if
@@ -158,7 +159,7 @@ func (p *httpProbe) check(ctx context.Context) (bool, string, error) {
 	case !slices.Contains(p.expect, resp.StatusCode):
 		return false, state, nil
 	case err != nil:
-		return false, state + ", error reading body: " + cause(err), nil
+		return false, state + ", error reading body: " + tasks.ErrorCause(err), nil
 	case p.bodyMatch != nil && !p.bodyMatch.Match(raw):
 		return false, fmt.Sprintf("%s, body %s does not match %q", state, snippet(capture.String()), p.bodyMatch), nil
 	}

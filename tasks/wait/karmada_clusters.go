@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flowdev/flow/tasks"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // karmadaClustersKind is ready when every Karmada Cluster named in clusters exists

@@ -2,10 +2,7 @@ package wait
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,24 +99,4 @@ func (w *WaitReady) checkPresence(k *kind) error {
 }
 
 // errorState describes a failed check by its cause.
-func errorState(err error) string { return "error: " + cause(err) }
-
-// cause drops the operation and address layers (*url.Error, *net.OpError) of err,
-// whose text the wait's own messages already give.
-func cause(err error) string {
-	for {
-		var ue *url.Error
-		var oe *net.OpError
-		var next error
-		switch {
-		case errors.As(err, &ue):
-			next = ue.Err
-		case errors.As(err, &oe):
-			next = oe.Err
-		}
-		if next == nil {
-			return err.Error()
-		}
-		err = next
-	}
-}
+func errorState(err error) string { return "error: " + tasks.ErrorCause(err) }

@@ -5,14 +5,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flowdev/flow/tasks"
-	"github.com/flowdev/flow/tasks/kube"
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
 )
 
 // withKubeConn lists a Kubernetes kind's attributes: the connection ones first.

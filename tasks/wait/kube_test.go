@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
-	"github.com/flowdev/flow/tasks/kube/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube/kubetest"
 )
 
 // TestKube runs the tests of every Kubernetes kind against one real kube-apiserver:

@@ -5,10 +5,11 @@ import (
 	"context"
 	"slices"
 
-	"github.com/flowdev/flow/tasks"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // nodesKind is ready when at least min_count Nodes exist and every one of them has

@@ -5,11 +5,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flowdev/flow/tasks/kube/kubetest"
 	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowdev/flow/tasks/kube/kubetest"
 )
 
 // createNode creates a Node; a non-empty ready sets its Ready condition.

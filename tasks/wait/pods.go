@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // podsKind is ready when at least min_count pods in namespace match selector and

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flowdev/flow/tasks"
-	"github.com/flowdev/flow/tasks/kube/kubetest"
 	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube/kubetest"
 )
 
 // createPod creates a pod labelled app; a non-empty ip makes it Running and Ready

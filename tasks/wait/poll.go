@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/flowdev/flow/tasks"
@@ -52,7 +53,7 @@ func poll(ctx context.Context, env *tasks.Env, what string, p probe, t timing) (
 			inFlight, checkStart = true, time.Now()
 			go func() { results <- checkOnce(waitCtx, p, t.request) }()
 		case <-progress.C:
-			fmt.Fprintf(w.out, "still waiting for %s (%s, last: %s)\n", what, roundElapsed(time.Since(w.start)), w.lastState())
+			fmt.Fprintf(w.out, "still waiting for %s (%s, last: %s)\n", what, tasks.RoundElapsed(time.Since(w.start)), w.lastState())
 		case r := <-results:
 			inFlight = false
 			w.saw(r)
@@ -96,7 +97,7 @@ func (w *waiter) end(ctx context.Context, r checkResult, limit time.Duration) (t
 	case r.err != nil:
 		return elapsed, fmt.Errorf("wait for %s: %w", w.what, r.err)
 	case r.ready:
-		fmt.Fprintf(w.out, "%s ready after %s\n", w.what, roundElapsed(elapsed))
+		fmt.Fprintf(w.out, "%s ready after %s\n", w.what, tasks.RoundElapsed(elapsed))
 		return elapsed, nil
 	default:
 		return elapsed, fmt.Errorf("wait for %s: not ready after %s: last %s", w.what, limit, w.lastState())
@@ -111,20 +112,10 @@ func checkOnce(ctx context.Context, p probe, limit time.Duration) checkResult {
 	start := time.Now()
 	ready, state, err := p.check(checkCtx)
 	if !ready && err == nil && checkCtx.Err() == context.DeadlineExceeded {
-		state = "no answer within " + roundElapsed(time.Since(start)).String()
+		state = "no answer within " + tasks.RoundElapsed(time.Since(start)).String()
 	}
-	return checkResult{ready: ready, state: state, err: err, cut: ctx.Err() != nil}
-}
-
-// roundElapsed keeps durations readable: milliseconds below a second, tenths below a
-// minute, whole seconds above.
-func roundElapsed(d time.Duration) time.Duration {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond)
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond)
-	default:
-		return d.Round(time.Second)
-	}
+	// client-go's rate limiter refuses a request at once, before the deadline, when
+	// its wait would pass it; that too is the wait's end cutting the check short.
+	cut := ctx.Err() != nil || strings.Contains(state, "would exceed context deadline")
+	return checkResult{ready: ready, state: state, err: err, cut: cut}
 }

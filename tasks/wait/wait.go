@@ -8,8 +8,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // WaitReady polls one thing until it is ready. It is the hcl config struct of the

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/taskstest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func boolPtr(b bool) *bool { return &b }
