@@ -20,4 +20,5 @@ need go golang-go
 need make make
 need sh dash
 need sleep coreutils
+need openssl openssl   # the Karmada local lab makes its keys and webhook certificate with it
 echo "prereqs: ok"

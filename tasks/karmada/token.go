@@ -131,7 +131,7 @@ func parseRegisterCommand(out string) (registerCommand, error) {
 		case !bootstrapToken.MatchString(reg.token) || len(reg.token) != 23:
 			return registerCommand{}, errors.New("register command has no well-formed --token")
 		case !strings.HasPrefix(reg.caCertHash, "sha256:"):
-			return registerCommand{}, errors.New("register command has no --discovery-token-ca-cert-hash sha256:...")
+			return registerCommand{}, errors.New("register command has no --discovery-token-ca-cert-hash of the form sha256:HEX")
 		case strings.HasPrefix(reg.endpoint, "-"):
 			return registerCommand{}, errors.New("register command has no API endpoint")
 		}
