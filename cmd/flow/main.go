@@ -3,7 +3,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+
+	"k8s.io/klog/v2"
 
 	"github.com/flowdev/flow/cmd/flow/cli"
 	"github.com/flowdev/flow/tasks"
@@ -25,6 +28,10 @@ func main() {
 }
 
 func run() error {
+	// client-go logs through klog straight to flow's stderr, past the engine's
+	// prefixes and redaction; tasks report what matters on their own streams.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	reg, err := registry()
 	if err != nil {
 		return err
