@@ -70,7 +70,9 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 				fmt.Fprintf(out, "%s ready after %s\n", r.rec.label(), tasks.RoundElapsed(time.Since(start)))
 				return nil
 			}
-			if waitCtx.Err() == nil {
+			// A check cut short by the wait's end says less than the one before it; a
+			// dial's own deadline can expire a moment before waitCtx reports it.
+			if deadline, _ := waitCtx.Deadline(); waitCtx.Err() == nil && time.Now().Before(deadline) {
 				last = state
 			}
 			next.Reset(checkEvery)

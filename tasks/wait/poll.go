@@ -114,8 +114,11 @@ func checkOnce(ctx context.Context, p probe, limit time.Duration) checkResult {
 	if !ready && err == nil && checkCtx.Err() == context.DeadlineExceeded {
 		state = "no answer within " + tasks.RoundElapsed(time.Since(start)).String()
 	}
-	// client-go's rate limiter refuses a request at once, before the deadline, when
-	// its wait would pass it; that too is the wait's end cutting the check short.
-	cut := ctx.Err() != nil || strings.Contains(state, "would exceed context deadline")
+	// A dial's own deadline can expire a moment before ctx reports it, and client-go's
+	// rate limiter refuses a request at once when its wait would pass the deadline:
+	// both are the wait's end cutting the check short too.
+	deadline, hasDeadline := ctx.Deadline()
+	cut := ctx.Err() != nil || (hasDeadline && !time.Now().Before(deadline)) ||
+		strings.Contains(state, "would exceed context deadline")
 	return checkResult{ready: ready, state: state, err: err, cut: cut}
 }
