@@ -37,6 +37,18 @@ func NewSensitiveCapture() *Capture {
 	return &Capture{stream: io.Discard, sensitive: true}
 }
 
+// NewStdoutCapture returns the capture for a command's stdout: streamed to stream,
+// or, when sensitive, kept but not shown (with a line on stream saying so).
+func NewStdoutCapture(stream io.Writer, sensitive bool) *Capture {
+	if !sensitive {
+		return NewCapture(stream)
+	}
+	if stream != nil {
+		io.WriteString(stream, "(stdout is sensitive: captured, not shown)\n")
+	}
+	return NewSensitiveCapture()
+}
+
 // Value returns String as a cty string, marked with SensitiveMark when the
 // capture is sensitive.
 func (c *Capture) Value() cty.Value {
@@ -89,4 +101,16 @@ func dropPartialRune(b []byte) []byte {
 		}
 	}
 	return b
+}
+
+// StringList is ss as a cty list of strings, empty (not null) when there are none.
+func StringList(ss []string) cty.Value {
+	if len(ss) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = cty.StringVal(s)
+	}
+	return cty.ListVal(vals)
 }

@@ -7,11 +7,11 @@
 package exec
 
 import (
-	"fmt"
 	"strconv"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // Exec runs a command (argv, no shell) or a script (by /bin/sh -c). It is the hcl config
@@ -66,15 +66,6 @@ func (e *Exec) what() string {
 		return "script"
 	}
 	return "command " + strconv.Quote(e.Command[0])
-}
-
-// stdoutCapture streams stdout unless it is sensitive.
-func (e *Exec) stdoutCapture(env *tasks.Env) *tasks.Capture {
-	if e.SensitiveStdout {
-		fmt.Fprintln(env.Stdout, "(stdout is sensitive: captured, not shown)")
-		return tasks.NewSensitiveCapture()
-	}
-	return tasks.NewCapture(env.Stdout)
 }
 
 var _ tasks.Task = (*Exec)(nil)

@@ -38,7 +38,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s not started: %w", e.what(), err)
 	}
-	stdout, stderr := e.stdoutCapture(env), tasks.NewCapture(env.Stderr)
+	stdout, stderr := tasks.NewStdoutCapture(env.Stdout, e.SensitiveStdout), tasks.NewCapture(env.Stderr)
 	pipes, err := newOutputPipes()
 	if err != nil {
 		return nil, err

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // applier applies manifests to one cluster through the dynamic client, mapping
@@ -49,7 +49,7 @@ func (ap *applier) checkKinds(ctx context.Context, ms, crds []*manifest) error {
 	}
 	for _, m := range ms {
 		gvk := m.obj.GroupVersionKind()
-		_, err := ap.restMapping(ctx, gvk)
+		_, err := RESTMapping(ctx, ap.mapper, gvk.GroupKind(), gvk.Version)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: look up kind: %w", m, ctx.Err())
 		}
@@ -76,7 +76,7 @@ func (ap *applier) mapping(ctx context.Context, m *manifest) (*meta.RESTMapping,
 	gvk := m.obj.GroupVersionKind()
 	deadline := time.Now().Add(mappingRetryFor)
 	for {
-		mapping, err := ap.restMapping(ctx, gvk)
+		mapping, err := RESTMapping(ctx, ap.mapper, gvk.GroupKind(), gvk.Version)
 		if err == nil {
 			return mapping, nil
 		}
@@ -92,26 +92,6 @@ func (ap *applier) mapping(ctx context.Context, m *manifest) (*meta.RESTMapping,
 		case <-time.After(mappingRetryInterval):
 		}
 		ap.mapper.Reset()
-	}
-}
-
-// restMapping looks gvk up through discovery, which takes no context: it runs
-// aside so that a server that does not answer cannot hold a cancelled run.
-func (ap *applier) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	type result struct {
-		mapping *meta.RESTMapping
-		err     error
-	}
-	done := make(chan result, 1)
-	go func() {
-		m, err := ap.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		done <- result{m, err}
-	}()
-	select {
-	case r := <-done:
-		return r.mapping, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 

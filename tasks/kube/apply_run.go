@@ -16,7 +16,7 @@ import (
 )
 
 // discoveryTimeout bounds each discovery request: the REST mapper cannot take a
-// context, so lookups run aside (restMapping) and this ends what they leave running.
+// context, so lookups run aside (RESTMapping) and this ends what they leave running.
 const discoveryTimeout = 30 * time.Second
 
 var (

@@ -115,7 +115,7 @@ func (d *Delete) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 			deleted = append(deleted, step.kind+"/"+name)
 		}
 	}
-	return tasks.Outputs{"deleted": ctyStringList(deleted)}, nil
+	return tasks.Outputs{"deleted": tasks.StringList(deleted)}, nil
 }
 
 // deleteInstance reports false when the instance does not exist.

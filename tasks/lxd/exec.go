@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/canonical/lxd/shared/api"
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // Exec runs a command or shell script inside an LXD instance. It is the hcl
@@ -102,7 +103,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec in %q: %w", e.Instance, err)
 	}
-	stdout, stderr := e.stdoutCapture(env), tasks.NewCapture(env.Stderr)
+	stdout, stderr := tasks.NewStdoutCapture(env.Stdout, e.SensitiveStdout), tasks.NewCapture(env.Stderr)
 	run, err := startExec(srv, e.Remote, e.Instance, e.request(), e.Stdin, stdout, stderr)
 	if isNotFound(err) {
 		return nil, fmt.Errorf("exec in %q: instance not found", e.Instance)
@@ -152,15 +153,6 @@ func (e *Exec) request() api.InstanceExecPost {
 // lastLine returns the last non-empty line of s (already trimmed).
 func lastLine(s string) string {
 	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
-}
-
-// stdoutCapture streams stdout unless it is sensitive.
-func (e *Exec) stdoutCapture(env *tasks.Env) *tasks.Capture {
-	if e.SensitiveStdout {
-		fmt.Fprintln(env.Stdout, "(stdout is sensitive: captured, not shown)")
-		return tasks.NewSensitiveCapture()
-	}
-	return tasks.NewCapture(env.Stdout)
 }
 
 var _ tasks.Task = (*Exec)(nil)

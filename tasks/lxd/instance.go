@@ -9,6 +9,8 @@ import (
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // changeInstanceState starts, stops (forcibly: the callers are about to
@@ -61,17 +63,5 @@ func globalAddresses(state *api.InstanceState) (ipv4, ipv6 cty.Value) {
 	}
 	sort.Strings(v4)
 	sort.Strings(v6)
-	return ctyStringList(v4), ctyStringList(v6)
-}
-
-// ctyStringList converts ss to a cty list, empty rather than null.
-func ctyStringList(ss []string) cty.Value {
-	if len(ss) == 0 {
-		return cty.ListValEmpty(cty.String)
-	}
-	vals := make([]cty.Value, len(ss))
-	for i, s := range ss {
-		vals[i] = cty.StringVal(s)
-	}
-	return cty.ListVal(vals)
+	return tasks.StringList(v4), tasks.StringList(v6)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
 )
 
 // conditionKind is ready when any object, named by api_version, object_kind, name and
@@ -120,7 +121,7 @@ func newConditionProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *conditionProbe) check(ctx context.Context) (bool, string, error) {
-	mapping, err := p.mapping(ctx)
+	mapping, err := kube.RESTMapping(ctx, p.mapper, p.kind, p.version)
 	if ctx.Err() != nil {
 		return false, "", nil // the wait's end or request_timeout says what happened
 	}
@@ -159,26 +160,6 @@ func (p *conditionProbe) check(ctx context.Context) (bool, string, error) {
 		return false, fmt.Sprintf("%s, observed generation %d of %d", state, c.observedGeneration, obj.GetGeneration()), nil
 	}
 	return c.status == p.want, state, nil
-}
-
-// mapping looks the kind up through discovery, which takes no context: it runs
-// aside so that a server that does not answer cannot hold the check past ctx.
-func (p *conditionProbe) mapping(ctx context.Context) (*meta.RESTMapping, error) {
-	type result struct {
-		mapping *meta.RESTMapping
-		err     error
-	}
-	done := make(chan result, 1)
-	go func() {
-		m, err := p.mapper.RESTMapping(p.kind, p.version)
-		done <- result{m, err}
-	}()
-	select {
-	case r := <-done:
-		return r.mapping, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 var _ probe = (*conditionProbe)(nil)

@@ -99,7 +99,7 @@ func clusterNotReady(c *unstructured.Unstructured) string {
 }
 
 func (p *karmadaClustersProbe) outputs() tasks.Outputs {
-	return tasks.Outputs{"clusters": stringList(p.names)}
+	return tasks.Outputs{"clusters": tasks.StringList(p.names)}
 }
 
 var (

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
@@ -137,18 +136,6 @@ func summarize(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:most], ", "), len(items)-most)
-}
-
-// stringList is ss as a cty list, empty (not null) when there are none.
-func stringList(ss []string) cty.Value {
-	if len(ss) == 0 {
-		return cty.ListValEmpty(cty.String)
-	}
-	vals := make([]cty.Value, len(ss))
-	for i, s := range ss {
-		vals[i] = cty.StringVal(s)
-	}
-	return cty.ListVal(vals)
 }
 
 // condition is one entry of an object's status.conditions.

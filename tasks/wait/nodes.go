@@ -76,7 +76,7 @@ func nodeNotReady(n *corev1.Node) string {
 }
 
 func (p *nodesProbe) outputs() tasks.Outputs {
-	return tasks.Outputs{"nodes": stringList(p.names)}
+	return tasks.Outputs{"nodes": tasks.StringList(p.names)}
 }
 
 var (

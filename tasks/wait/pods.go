@@ -104,7 +104,7 @@ func podNotReady(p *corev1.Pod) string {
 
 func (p *podsProbe) outputs() tasks.Outputs {
 	if len(p.ready) == 0 {
-		return tasks.Outputs{"pods": cty.ListValEmpty(podObject), "pod_ips": stringList(nil)}
+		return tasks.Outputs{"pods": cty.ListValEmpty(podObject), "pod_ips": tasks.StringList(nil)}
 	}
 	var objs []cty.Value
 	var ips []string
@@ -115,7 +115,7 @@ func (p *podsProbe) outputs() tasks.Outputs {
 		}))
 		ips = append(ips, pod.Status.PodIP)
 	}
-	return tasks.Outputs{"pods": cty.ListVal(objs), "pod_ips": stringList(ips)}
+	return tasks.Outputs{"pods": cty.ListVal(objs), "pod_ips": tasks.StringList(ips)}
 }
 
 var (
