@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes and Karmada binaries the Karmada tests and the local
-# Karmada lab run, once per version, from the Go module proxy, and installs
+# Builds the Kubernetes and Karmada binaries the tests, the member image and the
+# Karmada labs run, once per version, from the Go module proxy, and installs
 # Debian's etcd. Binaries are cached in $FLOW_BIN_CACHE (default
 # ~/.cache/flow/bin) under NAME-VERSION; a cached binary is never rebuilt.
 # Prints the cache directory on its last line. Build times are logged to
@@ -29,15 +29,28 @@ timed_build() { # timed_build NAME OUT BUILD-COMMAND...
   log "built $name in $((SECONDS - start))s"
 }
 
+# without_service_start CMD...: runs CMD with Debian's policy-rc.d convention
+# telling invoke-rc.d and deb-systemd-invoke to start no service, so installing
+# etcd-server never starts a system etcd on 2379 that we would then have to stop.
+# A policy-rc.d the machine already has is left alone (and then obeyed).
+without_service_start() {
+  local policy=/usr/sbin/policy-rc.d ours=
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && ours=1
+  fi
+  local rc=0
+  DEBIAN_FRONTEND=noninteractive "$@" || rc=$?
+  [ -n "$ours" ] && rm -f "$policy"
+  return $rc
+}
+
 # etcd: Debian's etcd-server (3.4), as the member containers and the Karmada
 # API server use it.
 if ! command -v etcd >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     log "installing etcd-server"
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
-    # The package may start a system etcd on 2379; the tests bring their own.
-    pkill -x etcd 2>/dev/null || true
+    without_service_start apt-get install -y -qq etcd-server >/dev/null
   fi
   command -v etcd >/dev/null || fail "etcd is missing (Debian package etcd-server)"
 fi
@@ -47,7 +60,17 @@ fi
 k8s_build() {
   local dir="$CACHE/src/kubernetes-$K8S_VERSION" minor="v0${K8S_VERSION#v1}"
   mkdir -p "$dir"
-  if [ ! -f "$dir/go.sum" ]; then
+  local tools='package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kube-proxy/app"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	_ "k8s.io/kubernetes/cmd/kubelet/app"
+)'
+  # The module is resolved again only when the set of commands changes.
+  if [ ! -f "$dir/go.sum" ] || [ "$(cat "$dir/tools.go" 2>/dev/null)" != "$tools" ]; then
     {
       echo "module flowk8sbuild"
       echo "go 1.23"
@@ -60,18 +83,11 @@ k8s_build() {
         echo "replace k8s.io/$m => k8s.io/$m $minor"
       done
     } >"$dir/go.mod"
-    cat >"$dir/tools.go" <<'EOF'
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
-)
-EOF
+    printf '%s\n' "$tools" >"$dir/tools.go"
     (cd "$dir" && go mod tidy) || fail "resolving k8s.io/kubernetes $K8S_VERSION"
   fi
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
-  for cmd in kube-apiserver kube-controller-manager; do
+  for cmd in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet; do
     local out="$CACHE/$cmd-$K8S_VERSION"
     [ -x "$out" ] && continue
     timed_build "$cmd $K8S_VERSION" "$out" \
@@ -97,7 +113,8 @@ EOF
   local ld="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$KARMADA_VERSION"
   local name pkg
   for pair in karmadactl:cmd/karmadactl karmada-controller-manager:cmd/controller-manager \
-    karmada-scheduler:cmd/scheduler karmada-webhook:cmd/webhook; do
+    karmada-scheduler:cmd/scheduler karmada-webhook:cmd/webhook \
+    karmada-aggregated-apiserver:cmd/aggregated-apiserver karmada-agent:cmd/agent; do
     name=${pair%%:*} pkg=${pair#*:}
     local out="$CACHE/$name-$KARMADA_VERSION"
     [ -x "$out" ] && continue
