@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup k8s-bins karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -52,20 +52,34 @@ bench-images: build
 bench-lab: build
 	bash scripts/bench-lab.sh
 
-# The main job on this machine: the local lab (LXD members behind proxy devices on
-# 127.0.0.1:16441/16442/16444, a registry on 127.0.0.1:32000). Interrupt it, then
-# `make demo-resume`; `make demo-teardown` removes everything it created.
-DEMO_STATE := .flow/local-lab.db
+# The main job on this machine: the Kubernetes lab (flows/k8s-lab): three LXD members that
+# are real single-node clusters, behind proxy devices on 127.0.0.1:16441/16442/16444, a
+# registry on 127.0.0.1:32000 preloaded with images built here, and workloads running in
+# them. The first run builds what is missing (binaries, root file systems, the member image:
+# about 30 minutes on 2 cores); later runs reuse every cache. Interrupt it, then
+# `make demo-resume`; `make demo-teardown` removes everything it created but the caches.
+DEMO_STATE := .flow/k8s-lab.db
 lab-setup:
 	bash scripts/lab-setup.sh
 
 demo: build lab-setup
-	./$(BIN) run flows/local-lab.hcl --new --state $(DEMO_STATE)
+	./$(BIN) run flows/k8s-lab --new --state $(DEMO_STATE)
 
 demo-resume: build
 	./$(BIN) resume --state $(DEMO_STATE)
 
 demo-teardown: build
+	./$(BIN) run flows/k8s-lab-teardown.hcl --new --state .flow/k8s-lab-teardown.db
+
+# The fast variant: busybox members serving a page, no Kubernetes (flows/local-lab.hcl).
+BUSYBOX_STATE := .flow/local-lab.db
+demo-busybox: build lab-setup
+	./$(BIN) run flows/local-lab.hcl --new --state $(BUSYBOX_STATE)
+
+demo-busybox-resume: build
+	./$(BIN) resume --state $(BUSYBOX_STATE)
+
+demo-busybox-teardown: build
 	./$(BIN) run flows/local-lab-teardown.hcl --new --state .flow/local-lab-teardown.db
 
 # The Karmada local lab: the members run real API servers, the Karmada control plane runs

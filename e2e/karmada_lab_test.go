@@ -78,7 +78,7 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 		// Each trial is SIGKILLed once or twice at seeded moments, resumed in between.
 		finished := false
 		for kills := 1 + rng.IntN(2); kills > 0 && !finished; kills-- {
-			finished = killAtSeededMoment(t, tag, root, state, args, rng)
+			finished = killAtSeededMoment(t, tag, root, state, args, rng, karmadaLabTimeout)
 			args = []string{"resume", "--state", state}
 		}
 		if !finished {
@@ -100,11 +100,11 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 // killAtSeededMoment starts flow with args and SIGKILLs it after a seeded number of
 // succeeded instances. When the run ends first, it waits for flow to exit and
 // reports whether the run finished successfully.
-func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rng *rand.Rand) (finished bool) {
+func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rng *rand.Rand, timeout time.Duration) (finished bool) {
 	t.Helper()
 	p := start(t, tag, root, args...)
 	ended := func() bool {
-		if !p.wait(karmadaLabTimeout) {
+		if !p.wait(timeout) {
 			t.Fatalf("flow did not finish\n%s", p.describe())
 		}
 		if p.code() != 0 {
@@ -113,7 +113,7 @@ func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rn
 		return true
 	}
 	// Until this process holds the state, status shows the previous run's end.
-	first := waitStatus(t, tag, root, state, karmadaLabTimeout, "the run to start", func(d statusDoc) bool {
+	first := waitStatus(t, tag, root, state, timeout, "the run to start", func(d statusDoc) bool {
 		return d.Status == "running" || p.exited()
 	})
 	done := countStatus(first, "succeeded")
@@ -121,7 +121,7 @@ func killAtSeededMoment(t *testing.T, tag, root, state string, args []string, rn
 		return ended()
 	}
 	at := done + 1 + rng.IntN(len(first.Tasks)-done-2)
-	doc := waitStatus(t, tag, root, state, karmadaLabTimeout, fmt.Sprintf("%d succeeded instances", at), func(d statusDoc) bool {
+	doc := waitStatus(t, tag, root, state, timeout, fmt.Sprintf("%d succeeded instances", at), func(d statusDoc) bool {
 		return countStatus(d, "succeeded") >= at || d.Status != "running"
 	})
 	if doc.Status != "running" {

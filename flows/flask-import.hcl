@@ -58,6 +58,24 @@ variable "import_script" {
   description = "Run inside each member once the tarball is there and verified."
 }
 
+variable "run_in_members" {
+  type        = bool
+  default     = false
+  description = "After the import, run the app in every member from the imported image and forward a host port to its pod."
+}
+
+variable "config_dir" {
+  type        = string
+  default     = "/root"
+  description = "Where the lab wrote the members' kubeconfigs, as MEMBER.config (run_in_members)."
+}
+
+variable "app_ports" {
+  type        = map(number)
+  default     = { member1 = 15001, member2 = 15002, member3 = 15004 }
+  description = "Host port on 127.0.0.1 forwarded to the app's pod in each member (run_in_members)."
+}
+
 locals {
   app     = "${path.flow}/flask-app"
   work    = "${path.cwd}/.flow/flask-demo"
@@ -67,6 +85,7 @@ locals {
   with_flow   = var.builder == "flow" ? toset(["app"]) : toset([])
   with_docker = var.builder == "docker" ? toset(["app"]) : toset([])
   with_vendor = var.builder == "flow" && var.vendor_requirements ? toset(["app"]) : toset([])
+  run_members = var.run_in_members ? var.members : toset([])
 }
 
 task "exec" "vendor" {
@@ -130,6 +149,44 @@ task "lxd_exec" "import" {
   instance   = each.key
   script     = var.import_script
   depends_on = [lxd_exec.verify[each.key]]
+}
+
+# Optionally, the app then runs from the imported image in every member (imagePullPolicy
+# Never: only an import puts it there) and is reached on the host through a proxy device to
+# its pod IP, the seed's direct-to-pod pattern.
+task "k8s_apply" "app" {
+  for_each   = local.run_members
+  kubeconfig = "${var.config_dir}/${each.key}.config"
+  content    = templatefile("${local.app}/deployment.yaml.tftpl", { image = local.ref, member = each.key })
+  depends_on = [lxd_exec.import[each.key]]
+}
+
+task "wait_ready" "app" {
+  for_each     = local.run_members
+  kind         = "pods"
+  kubeconfig   = k8s_apply.app[each.key].kubeconfig
+  namespace    = "default"
+  selector     = "app=flask-demo"
+  min_count    = 1
+  interval     = "1s"
+  wait_timeout = "3m"
+}
+
+task "proxy_device" "app" {
+  for_each = local.run_members
+  instance = each.key
+  name     = "flask-demo"
+  listen   = "tcp:127.0.0.1:${var.app_ports[each.key]}"
+  connect  = "tcp:${wait_ready.app[each.key].pod_ips[0]}:5000"
+  recreate = true # a new pod has a new IP
+}
+
+task "wait_ready" "app_http" {
+  for_each     = local.run_members
+  kind         = "http"
+  url          = "http://${proxy_device.app[each.key].address}/"
+  body_match   = "hello from ${each.key}"
+  wait_timeout = "1m"
 }
 
 output "image" {

@@ -132,6 +132,24 @@ EOF
   fi
 }
 
+# CoreDNS, the members' cluster DNS (the image MicroK8s's dns addon runs), from its own
+# module: a plain `go build` of its main package with every plugin it ships.
+COREDNS_VERSION="${COREDNS_VERSION:-v1.11.3}"
+coredns_build() {
+  local dir="$CACHE/src/coredns-$COREDNS_VERSION" out="$CACHE/coredns-$COREDNS_VERSION"
+  [ -x "$out" ] && return
+  mkdir -p "$dir"
+  if [ ! -f "$dir/go.sum" ]; then
+    printf 'module flowcorednsbuild\ngo 1.23\n' >"$dir/go.mod"
+    printf 'package tools\n\nimport _ "github.com/coredns/coredns/core/plugin"\n' >"$dir/tools.go"
+    (cd "$dir" && go get "github.com/coredns/coredns@$COREDNS_VERSION" && go mod tidy) ||
+      fail "resolving github.com/coredns/coredns $COREDNS_VERSION"
+  fi
+  timed_build "coredns $COREDNS_VERSION" "$out" \
+    bash -c "cd '$dir' && go build -trimpath -ldflags '-s -w' -o '$out.tmp' github.com/coredns/coredns"
+}
+
 k8s_build
 karmada_build
+coredns_build
 echo "$CACHE"

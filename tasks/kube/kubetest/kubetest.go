@@ -56,7 +56,7 @@ func Binary(t testing.TB, name string) string {
 	switch name {
 	case "etcd":
 		path, _ = exec.LookPath("etcd")
-	case "kube-apiserver", "kube-controller-manager":
+	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet":
 		path = filepath.Join(BinDir(), name+"-"+KubeVersion)
 	default:
 		path = filepath.Join(BinDir(), name+"-"+KarmadaVersion)

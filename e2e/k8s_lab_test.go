@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	lxdclient "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/flowdev/flow/tasks/kube"
+	"github.com/flowdev/flow/tasks/kube/kubetest"
+)
+
+// The Kubernetes lab (flows/k8s-lab) for real: members that are single-node clusters in
+// LXD (containerd, kubelet, kube-proxy, CoreDNS), images built here and mirrored into the
+// lab registry, workloads running. Each trial starts from nothing, is SIGKILLed once or
+// twice at seeded moments and resumed; then every node must be Ready, the web pods Running
+// in every member and answering through kube-proxy, and no instance created twice. After
+// the last trial the follow-on flows run on the lab as a user runs them (Prometheus through
+// 9091, the Flask image imported into containerd and answering from its pod), and the
+// teardown must leave nothing behind.
+
+const (
+	k8sLabTimeout = 20 * time.Minute
+	k8sLabTrials  = 3
+)
+
+var (
+	k8sLabInstances = []string{"lab-registry", "lab-upstream", "member1", "member2", "member3"}
+	k8sLabWebPorts  = map[string]int{"member1": 18441, "member2": 18442, "member3": 18444}
+	podsResource    = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodesResource   = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+)
+
+func TestK8sLabKillAndResume(t *testing.T) {
+	srv := requireLXD(t)
+	for _, bin := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet"} {
+		kubetest.Binary(t, bin) // skips, or fails under CI=true, when scripts/k8s-bins.sh has not run
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := filepath.Join(root, "flows", "k8s-lab")
+	configDir := filepath.Join(t.TempDir(), "k8s-lab")
+	tag := newTag(t)
+	teardown := func(flow string, vars ...string) {
+		t.Helper()
+		args := append([]string{"run", filepath.Join(root, "flows", flow), "--new", "--state", filepath.Join(t.TempDir(), "teardown.db")}, vars...)
+		if r := runFlow(t, tag, root, 3*time.Minute, args...); r.code != 0 {
+			t.Fatalf("%s exited %d\n%s", flow, r.code, r.desc)
+		}
+	}
+	// The other labs use the same member names and ports.
+	teardown("local-lab-teardown.hcl")
+	teardown("karmada-local-lab-teardown.hcl")
+	teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
+
+	seed := uint64(defaultLabSeed)
+	if s, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (set E2E_SEED to repeat)", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x8e5))
+	events := watchCreations(t, srv)
+	for trial := 1; trial <= k8sLabTrials; trial++ {
+		events.reset()
+		state := filepath.Join(t.TempDir(), fmt.Sprintf("k8s-lab-%d.db", trial))
+		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
+		finished := false
+		for kills := 1 + rng.IntN(2); kills > 0 && !finished; kills-- {
+			finished = killAtSeededMoment(t, tag, root, state, args, rng, k8sLabTimeout)
+			args = []string{"resume", "--state", state}
+		}
+		if !finished {
+			if r := runFlow(t, tag, root, k8sLabTimeout, args...); r.code != 0 {
+				t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
+			}
+		}
+		checkK8sLab(t, srv, configDir, events.reset())
+		if trial < k8sLabTrials {
+			teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
+		}
+	}
+	checkMonitoring(t, tag, root, configDir)
+	checkFlaskRuns(t, tag, root, configDir)
+	teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
+	checkK8sLabGone(t, srv, configDir)
+}
+
+// checkK8sLab asserts the finished lab through LXD and each member's own API server,
+// reached through its forwarded port: the lab's instances exist, none was created twice
+// in the trial, every node is Ready, CoreDNS and two web pods run in every member, and the
+// web Service answers on the host through kube-proxy.
+func checkK8sLab(t *testing.T, srv lxdclient.InstanceServer, configDir string, created map[string]int) {
+	t.Helper()
+	names, err := srv.GetInstanceNames(api.InstanceTypeAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range k8sLabInstances {
+		if !slices.Contains(names, want) {
+			t.Errorf("instance %s is missing", want)
+		}
+	}
+	for name, n := range created {
+		if n > 1 {
+			t.Errorf("instance %s was created %d times", name, n)
+		}
+	}
+	ctx := context.Background()
+	for member, port := range labMembers {
+		path := filepath.Join(configDir, member+".config")
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("kubeconfig %s: want mode 0600 (stat: %v)", path, err)
+			continue
+		}
+		cfg, err := kube.RESTConfig(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("https://127.0.0.1:%d", port); cfg.Host != want {
+			t.Errorf("%s.config points at %s, want the forwarded %s", member, cfg.Host, want)
+		}
+		dyn := dynamic.NewForConfigOrDie(cfg)
+		node, err := dyn.Resource(nodesResource).Get(ctx, member, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("node %s: %v", member, err)
+		} else if !conditionTrue(node, "Ready") {
+			t.Errorf("node %s is not Ready: %v", member, node.Object["status"])
+		}
+		for ns, selector := range map[string]string{"kube-system": "k8s-app=kube-dns", "default": "app=web"} {
+			pods, err := dyn.Resource(podsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				t.Errorf("pods %s in %s: %v", selector, member, err)
+				continue
+			}
+			if running := runningPods(pods.Items); running == 0 {
+				t.Errorf("no %s pod Running in %s", selector, member)
+			}
+		}
+		if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", k8sLabWebPorts[member])); !strings.Contains(body, "web "+member) {
+			t.Errorf("the web Service of %s answered %q", member, body)
+		}
+	}
+}
+
+func runningPods(pods []unstructured.Unstructured) int {
+	n := 0
+	for _, p := range pods {
+		if phase, _, _ := unstructured.NestedString(p.Object, "status", "phase"); phase == "Running" {
+			n++
+		}
+	}
+	return n
+}
+
+// checkMonitoring runs flows/monitoring.hcl on the lab as a user would: Prometheus in
+// member1, its pod reached from the host on 127.0.0.1:9091 through a proxy to the pod IP.
+func checkMonitoring(t *testing.T, tag, root, configDir string) {
+	t.Helper()
+	r := runFlow(t, tag, root, 10*time.Minute, "run", filepath.Join(root, "flows", "monitoring.hcl"),
+		"--var-file", filepath.Join(root, "flows", "k8s-lab", "monitoring.vars.hcl"),
+		"--var", "config_dir="+configDir, "--state", filepath.Join(t.TempDir(), "monitoring.db"))
+	if r.code != 0 {
+		t.Fatalf("monitoring exited %d\n%s", r.code, r.desc)
+	}
+	if body := httpGet(t, "http://127.0.0.1:9091/-/ready"); !strings.Contains(body, "Ready") {
+		t.Errorf("Prometheus through 9091 answered %q", body)
+	}
+}
+
+// checkFlaskRuns runs flows/flask-import.hcl with the lab's variables: the image is built
+// without Docker, exported, pushed into every member, imported into containerd there (the
+// `microk8s images import` step), run, and answers through a proxy to its pod.
+func checkFlaskRuns(t *testing.T, tag, root, configDir string) {
+	t.Helper()
+	r := runFlow(t, tag, root, 10*time.Minute, "run", filepath.Join(root, "flows", "flask-import.hcl"),
+		"--var-file", filepath.Join(root, "flows", "k8s-lab", "flask-import.vars.hcl"),
+		"--var", "config_dir="+configDir, "--state", filepath.Join(t.TempDir(), "flask.db"))
+	if r.code != 0 {
+		t.Fatalf("flask-import exited %d\n%s", r.code, r.desc)
+	}
+	for member := range labMembers {
+		if !strings.Contains(r.stdout, fmt.Sprintf("[lxd_exec.verify[%q]] /root/flask-demo.tar: OK", member)) {
+			t.Errorf("no sha256 check passed inside %s\n%s", member, r.desc)
+		}
+	}
+	if body := httpGet(t, "http://127.0.0.1:15001/"); !strings.Contains(body, "hello from member1") {
+		t.Errorf("the Flask pod in member1 answered %q", body)
+	}
+}
+
+// checkK8sLabGone asserts that the teardown left no lab instance, no listening port and
+// no config directory.
+func checkK8sLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir string) {
+	t.Helper()
+	names, err := srv.GetInstanceNames(api.InstanceTypeAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if slices.Contains(k8sLabInstances, n) {
+			t.Errorf("instance %s survived the teardown", n)
+		}
+	}
+	for _, profile := range []string{"flow-member", "flow-lab-registry"} {
+		if _, _, err := srv.GetProfile(profile); err == nil {
+			t.Errorf("profile %s survived the teardown", profile)
+		}
+	}
+	for _, port := range []int{16441, 16442, 16444, 32000, 15000, 18441, 9091, 15001} {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %d still accepts connections after the teardown", port)
+		}
+	}
+	if _, err := os.Stat(configDir); !os.IsNotExist(err) {
+		t.Errorf("config dir %s survived the teardown (stat: %v)", configDir, err)
+	}
+}

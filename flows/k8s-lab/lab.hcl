@@ -1,0 +1,64 @@
+# k8s-lab — the seed lab's members, for real, on one box with no snap and no internet: three
+# single-node Kubernetes clusters, each in its own LXD container (MicroK8s's parts, started
+# by flows/k8s-lab/member/up.sh: containerd, etcd, kube-apiserver on 16443 inside,
+# controller manager, scheduler, kubelet, kube-proxy, CoreDNS), reached from the host only
+# through LXD proxy devices on 127.0.0.1:16441/16442/16444, with kubeconfigs rewritten to
+# those ports; a registry on 127.0.0.1:32000 (reached inside every member as localhost:32000,
+# MicroK8s's convention) preloaded by image_mirror from a stand-in upstream registry that
+# holds images built here; and workloads running in every member.
+#
+#   make demo                          # builds what is missing, then: flow run flows/k8s-lab
+#   make demo-resume                   # after Ctrl-C or a kill
+#   make demo-teardown                 # removes everything the lab created
+#
+# docs/local-lab.md says what each piece is and what differs from the seed's MicroK8s.
+
+variable "members" {
+  type        = map(number)
+  default     = { member1 = 16441, member2 = 16442, member3 = 16444 }
+  description = "Member containers and the host port forwarded to each one's API server (16443 inside)."
+}
+
+variable "config_dir" {
+  type        = string
+  default     = ""
+  description = "Where MEMBER.config kubeconfigs and the members' credentials are written; default .lab/k8s-lab in the repository."
+}
+
+variable "kube_version" {
+  type        = string
+  default     = "v1.31.4"
+  description = "Version of the Kubernetes binaries in the member image (built by scripts/k8s-bins.sh)."
+}
+
+variable "karmada_version" {
+  type        = string
+  default     = "v1.13.0"
+  description = "Version of the Karmada binaries and images (built by scripts/k8s-bins.sh)."
+}
+
+variable "registry_port" {
+  type        = number
+  default     = 32000
+  description = "Host port of the lab registry (MicroK8s's registry port); members reach it as localhost:32000."
+}
+
+variable "upstream_port" {
+  type        = number
+  default     = 15000
+  description = "Host port of the registry that stands in for docker.io and registry.k8s.io."
+}
+
+locals {
+  root       = dirname(path.flow)
+  member_dir = "${path.flow}/member"
+  config_dir = var.config_dir != "" ? var.config_dir : "${local.root}/.lab/k8s-lab"
+}
+
+task "exec" "bins" {
+  description = "Build the Kubernetes and Karmada binaries once per version (cached; a no-op when present)."
+  command     = ["bash", "scripts/k8s-bins.sh"]
+  env         = { K8S_VERSION = var.kube_version, KARMADA_VERSION = var.karmada_version }
+  dir         = local.root
+  timeout     = "60m"
+}

@@ -1,0 +1,126 @@
+#!/bin/sh
+# up.sh: brings this member's single-node Kubernetes up, the pieces MicroK8s runs as snap
+# services: containerd (CRI, cgroupfs), etcd, kube-apiserver on 16443, the controller
+# manager, the scheduler, the kubelet and kube-proxy (iptables). Each starts once, with a
+# pid file; a second call starts only what is not running, so it is safe to repeat after a
+# kill, and init calls it at boot. Readiness is the flow's business (wait_ready), not ours:
+# every component retries the API server until it answers.
+set -eu
+P=/var/lib/k8s/pki D=/var/lib/k8s R=/run/flow-member
+NODE_IP=10.1.0.1 SERVICE_CIDR=10.152.183.0/24 POD_CIDR=10.1.0.0/16 DNS_IP=10.152.183.10
+name=$(hostname)
+here=$(dirname "$0")
+mkdir -p "$R" "$D" /var/log/k8s /etc/cni/net.d /opt/cni /etc/containerd
+
+start() { # start NAME COMMAND...: a detached process with a pid file, once
+  n=$1; shift
+  if [ -f "$R/$n.pid" ] && kill -0 "$(cat "$R/$n.pid")" 2>/dev/null; then
+    echo "$n already running (pid $(cat "$R/$n.pid"))"
+    return
+  fi
+  setsid "$@" </dev/null >>"/var/log/k8s/$n.log" 2>&1 &
+  echo $! >"$R/$n.pid"
+  echo "$n started (pid $!)"
+}
+
+kubeconfig() { # kubeconfig USER: a component's kubeconfig, written once
+  f=$D/$1.kubeconfig
+  [ -s "$f" ] || { umask 077; sh "$here/config.sh" "$1" >"$f.tmp" && mv "$f.tmp" "$f"; }
+  echo "$f"
+}
+
+# containerd: the default configuration with what MicroK8s sets (and a member in LXD needs):
+# registries from certs.d, localhost:32000 over plain HTTP, the pause image from it, and
+# oom_score_adj left alone (an unprivileged-looking /proc refuses lowering it).
+if [ ! -s /etc/containerd/config.toml ]; then
+  containerd config default |
+    sed -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
+        -e 's|sandbox_image = .*|sandbox_image = "localhost:32000/pause:3.6"|' \
+        -e 's|config_path = ""|config_path = "/etc/containerd/certs.d"|' >/etc/containerd/config.toml.tmp
+  mv /etc/containerd/config.toml.tmp /etc/containerd/config.toml
+fi
+mkdir -p /etc/containerd/certs.d/localhost:32000
+cat >/etc/containerd/certs.d/localhost:32000/hosts.toml <<TOML
+server = "http://localhost:32000"
+
+[host."http://localhost:32000"]
+  capabilities = ["pull", "resolve"]
+TOML
+[ -e /opt/cni/bin ] || ln -s /usr/lib/cni /opt/cni/bin
+cat >/etc/cni/net.d/10-flow.conflist <<JSON
+{
+  "cniVersion": "0.4.0",
+  "name": "flow-pods",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]],
+              "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+JSON
+[ -e /etc/resolv.conf ] || : >/etc/resolv.conf
+start containerd containerd
+
+start etcd etcd --name "$name" --data-dir "$D/etcd" \
+  --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+  --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+  --initial-cluster "$name=http://127.0.0.1:2380"
+
+start kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=0.0.0.0 \
+  --secure-port=16443 --etcd-servers=http://127.0.0.1:2379 \
+  --tls-cert-file=$P/apiserver.crt --tls-private-key-file=$P/apiserver.key --client-ca-file=$P/ca.crt \
+  --token-auth-file=$P/tokens.csv --service-account-issuer=https://kubernetes.default.svc \
+  --service-account-key-file=$P/sa.pub --service-account-signing-key-file=$P/sa.key \
+  --kubelet-client-certificate=$P/apiserver-kubelet-client.crt --kubelet-client-key=$P/apiserver-kubelet-client.key \
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
+  --service-cluster-ip-range=$SERVICE_CIDR --service-node-port-range=30000-32767
+
+start kube-controller-manager kube-controller-manager --kubeconfig="$(kubeconfig kube-controller-manager)" \
+  --leader-elect=false --bind-address=127.0.0.1 --use-service-account-credentials=false \
+  --service-account-private-key-file=$P/sa.key --root-ca-file=$P/ca.crt \
+  --cluster-signing-cert-file=$P/ca.crt --cluster-signing-key-file=$P/ca.key \
+  --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$POD_CIDR
+
+start kube-scheduler kube-scheduler --kubeconfig="$(kubeconfig kube-scheduler)" \
+  --leader-elect=false --bind-address=127.0.0.1
+
+cat >$D/kubelet.yaml <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+failSwapOn: false
+localStorageCapacityIsolation: false
+enforceNodeAllocatable: []
+cgroupsPerQOS: true
+address: $NODE_IP
+readOnlyPort: 0
+clusterDNS: [$DNS_IP]
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+evictionHard: {}
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $P/ca.crt}
+authorization: {mode: Webhook}
+YAML
+start kubelet kubelet --config=$D/kubelet.yaml --kubeconfig="$(kubeconfig kubelet)" \
+  --hostname-override="$name" --node-ip=$NODE_IP
+
+cat >$D/kube-proxy.yaml <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clusterCIDR: $POD_CIDR
+hostnameOverride: $name
+bindAddress: 127.0.0.1
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+clientConnection: {kubeconfig: $(kubeconfig kube-proxy)}
+conntrack: {maxPerCore: 0}
+YAML
+start kube-proxy kube-proxy --config=$D/kube-proxy.yaml

@@ -1,0 +1,131 @@
+# The members: one LXD container each, launched from the member image, given its own PKI,
+# its Kubernetes started inside, its API server forwarded to the host and the registry
+# forwarded in, then waited on until the node is Ready and cluster DNS answers.
+
+task "exec" "member_image" {
+  description = "Build the member image (Debian + containerd + Kubernetes; cached by its inputs)."
+  command     = ["bash", "scripts/member-image.sh", exec.bins.stdout, var.kube_version]
+  dir         = local.root
+  timeout     = "20m"
+}
+
+task "lxd_image_import" "member" {
+  file  = "${local.root}/${exec.member_image.stdout}"
+  alias = "flow-member"
+}
+
+# What MicroK8s's LXD profile grants: a privileged, nesting container with every device and
+# read-write /proc and /sys, so containerd, runc and the kubelet work inside. No NIC.
+task "lxd_profile" "member" {
+  name                = "flow-member"
+  profile_description = "flow Kubernetes lab member: privileged, nesting, no network device"
+  config = {
+    "security.privileged" = "true"
+    "security.nesting"    = "true"
+    "raw.lxc"             = "lxc.apparmor.profile=unconfined\nlxc.cap.drop=\nlxc.cgroup.devices.allow=a\nlxc.mount.auto=proc:rw sys:rw cgroup:rw"
+  }
+}
+
+task "lxd_launch" "member" {
+  for_each = var.members
+  name     = each.key
+  image    = lxd_image_import.member.alias
+  profiles = ["default", lxd_profile.member.name]
+  wait_for = ["test", "-e", "/run/flow-member-init.done"]
+}
+
+task "exec" "member_pki" {
+  for_each = var.members
+  command  = ["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key]
+}
+
+task "lxd_file_push" "member_pki" {
+  for_each    = var.members
+  instance    = lxd_launch.member[each.key].name
+  source      = exec.member_pki[each.key].stdout
+  destination = "/var/lib/k8s/pki"
+  mode        = "0600"
+  create_dirs = true
+}
+
+task "lxd_file_push" "member_scripts" {
+  for_each    = var.members
+  instance    = lxd_launch.member[each.key].name
+  source      = local.member_dir
+  destination = "/opt/flow-member"
+  create_dirs = true
+}
+
+# MicroK8s's convention: localhost:32000 inside the member is the host's registry.
+task "proxy_device" "member_registry" {
+  for_each = var.members
+  instance = lxd_launch.member[each.key].name
+  name     = "registry"
+  bind     = "instance"
+  listen   = "tcp:127.0.0.1:32000"
+  connect  = "tcp:127.0.0.1:${var.registry_port}"
+}
+
+task "lxd_exec" "member_up" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  command    = ["sh", "${lxd_file_push.member_scripts[each.key].destination}/up.sh"]
+  depends_on = [lxd_file_push.member_pki[each.key]]
+}
+
+task "proxy_device" "member_api" {
+  for_each   = var.members
+  instance   = lxd_launch.member[each.key].name
+  name       = "api"
+  listen     = "tcp:127.0.0.1:${each.value}"
+  connect    = "tcp:127.0.0.1:16443"
+  depends_on = [lxd_exec.member_up[each.key]]
+}
+
+# As `microk8s config`: the member's admin kubeconfig, printed inside and rewritten to the
+# forwarded port. It holds the admin token, so it is never shown.
+task "lxd_exec" "member_config" {
+  for_each         = var.members
+  instance         = lxd_launch.member[each.key].name
+  command          = ["sh", "/opt/flow-member/config.sh"]
+  sensitive_stdout = true
+  depends_on       = [lxd_exec.member_up[each.key]]
+}
+
+task "kubeconfig" "member" {
+  for_each     = var.members
+  content      = lxd_exec.member_config[each.key].stdout
+  server       = "https://${proxy_device.member_api[each.key].address}"
+  context_name = each.key
+  path         = "${local.config_dir}/${each.key}.config"
+}
+
+task "wait_ready" "member_node" {
+  for_each     = var.members
+  kind         = "nodes"
+  kubeconfig   = kubeconfig.member[each.key].path
+  interval     = "1s"
+  wait_timeout = "5m"
+}
+
+task "k8s_apply" "member_dns" {
+  for_each   = var.members
+  kubeconfig = kubeconfig.member[each.key].path
+  content    = file("${local.member_dir}/coredns.yaml")
+  depends_on = [wait_ready.member_node[each.key], image_mirror.lab]
+}
+
+task "wait_ready" "member_dns" {
+  for_each     = var.members
+  kind         = "deployment"
+  kubeconfig   = kubeconfig.member[each.key].path
+  namespace    = "kube-system"
+  name         = "coredns"
+  interval     = "1s"
+  wait_timeout = "5m"
+  depends_on   = [k8s_apply.member_dns[each.key]]
+}
+
+output "kubeconfigs" {
+  value = { for m, k in kubeconfig.member : m => k.path }
+}
