@@ -173,7 +173,7 @@ func runningPods(pods []unstructured.Unstructured) int {
 func checkMonitoring(t *testing.T, tag, root, configDir string) {
 	t.Helper()
 	r := runFlow(t, tag, root, 10*time.Minute, "run", filepath.Join(root, "flows", "monitoring.hcl"),
-		"--var-file", filepath.Join(root, "flows", "k8s-lab", "monitoring.vars.hcl"),
+		"--var-file", filepath.Join(root, "flows", "k8s-lab", "vars", "monitoring.hcl"),
 		"--var", "config_dir="+configDir, "--state", filepath.Join(t.TempDir(), "monitoring.db"))
 	if r.code != 0 {
 		t.Fatalf("monitoring exited %d\n%s", r.code, r.desc)
@@ -189,7 +189,7 @@ func checkMonitoring(t *testing.T, tag, root, configDir string) {
 func checkFlaskRuns(t *testing.T, tag, root, configDir string) {
 	t.Helper()
 	r := runFlow(t, tag, root, 10*time.Minute, "run", filepath.Join(root, "flows", "flask-import.hcl"),
-		"--var-file", filepath.Join(root, "flows", "k8s-lab", "flask-import.vars.hcl"),
+		"--var-file", filepath.Join(root, "flows", "k8s-lab", "vars", "flask-import.hcl"),
 		"--var", "config_dir="+configDir, "--state", filepath.Join(t.TempDir(), "flask.db"))
 	if r.code != 0 {
 		t.Fatalf("flask-import exited %d\n%s", r.code, r.desc)

@@ -23,6 +23,12 @@ start() { # start NAME COMMAND...: a detached process with a pid file, once
   echo "$n started (pid $!)"
 }
 
+put() { # put FILE: writes stdin to FILE only when it differs, since kube-proxy exits when its
+  # configuration file changes under it
+  cat >"$1.new"
+  if cmp -s "$1.new" "$1"; then rm "$1.new"; else mv "$1.new" "$1"; fi
+}
+
 kubeconfig() { # kubeconfig USER: a component's kubeconfig, written once
   f=$D/$1.kubeconfig
   [ -s "$f" ] || { umask 077; sh "$here/config.sh" "$1" >"$f.tmp" && mv "$f.tmp" "$f"; }
@@ -31,23 +37,21 @@ kubeconfig() { # kubeconfig USER: a component's kubeconfig, written once
 
 # containerd: the default configuration with what MicroK8s sets (and a member in LXD needs):
 # registries from certs.d, localhost:32000 over plain HTTP, the pause image from it, and
-# oom_score_adj left alone (an unprivileged-looking /proc refuses lowering it).
-if [ ! -s /etc/containerd/config.toml ]; then
-  containerd config default |
-    sed -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
-        -e 's|sandbox_image = .*|sandbox_image = "localhost:32000/pause:3.6"|' \
-        -e 's|config_path = ""|config_path = "/etc/containerd/certs.d"|' >/etc/containerd/config.toml.tmp
-  mv /etc/containerd/config.toml.tmp /etc/containerd/config.toml
-fi
+# oom_score_adj left alone (an unprivileged-looking /proc refuses lowering it). Debian's
+# package ships a near-empty config.toml; ours replaces it.
+containerd config default |
+  sed -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
+      -e 's|sandbox_image = .*|sandbox_image = "localhost:32000/pause:3.6"|' \
+      -e 's|config_path = ""|config_path = "/etc/containerd/certs.d"|' | put /etc/containerd/config.toml
 mkdir -p /etc/containerd/certs.d/localhost:32000
-cat >/etc/containerd/certs.d/localhost:32000/hosts.toml <<TOML
+put /etc/containerd/certs.d/localhost:32000/hosts.toml <<TOML
 server = "http://localhost:32000"
 
 [host."http://localhost:32000"]
   capabilities = ["pull", "resolve"]
 TOML
 [ -e /opt/cni/bin ] || ln -s /usr/lib/cni /opt/cni/bin
-cat >/etc/cni/net.d/10-flow.conflist <<JSON
+put /etc/cni/net.d/10-flow.conflist <<JSON
 {
   "cniVersion": "0.4.0",
   "name": "flow-pods",
@@ -77,7 +81,7 @@ start kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=
   --service-cluster-ip-range=$SERVICE_CIDR --service-node-port-range=30000-32767
 
 start kube-controller-manager kube-controller-manager --kubeconfig="$(kubeconfig kube-controller-manager)" \
-  --leader-elect=false --bind-address=127.0.0.1 --use-service-account-credentials=false \
+  --leader-elect=false --bind-address=127.0.0.1 --use-service-account-credentials=true \
   --service-account-private-key-file=$P/sa.key --root-ca-file=$P/ca.crt \
   --cluster-signing-cert-file=$P/ca.crt --cluster-signing-key-file=$P/ca.key \
   --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$POD_CIDR
@@ -85,7 +89,7 @@ start kube-controller-manager kube-controller-manager --kubeconfig="$(kubeconfig
 start kube-scheduler kube-scheduler --kubeconfig="$(kubeconfig kube-scheduler)" \
   --leader-elect=false --bind-address=127.0.0.1
 
-cat >$D/kubelet.yaml <<YAML
+put $D/kubelet.yaml <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -111,7 +115,7 @@ YAML
 start kubelet kubelet --config=$D/kubelet.yaml --kubeconfig="$(kubeconfig kubelet)" \
   --hostname-override="$name" --node-ip=$NODE_IP
 
-cat >$D/kube-proxy.yaml <<YAML
+put $D/kube-proxy.yaml <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
