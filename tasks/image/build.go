@@ -16,7 +16,7 @@ import (
 // the image_build task type.
 type Build struct {
 	Base         string              `hcl:"base,optional" doc:"Base image reference, or scratch (the default) for an empty image."`
-	Layers       []map[string]string `hcl:"layers,optional" doc:"One layer per element: source (a local file or directory, relative to where flow runs), destination (absolute path in the image; a trailing / puts the source inside it) and optional mode (octal, e.g. \"0755\", for the files)."`
+	Layers       []map[string]string `hcl:"layers,optional" doc:"One layer per element: source (a local file or directory, relative to where flow runs), destination (absolute path in the image; a trailing / puts the source inside it) and optional mode (octal, e.g. \"0755\", for the files); or tarball alone: a tar or gzipped tar file taken as the layer as it is (a root file system with its owners, modes and links)."`
 	Entrypoint   []string            `hcl:"entrypoint,optional" doc:"Entrypoint; unset keeps the base's, and setting it clears the base's cmd unless cmd is set too."`
 	Cmd          []string            `hcl:"cmd,optional" doc:"Default arguments; unset keeps the base's."`
 	Env          map[string]string   `hcl:"env,optional" doc:"Environment variables added to (or overriding) the base's."`

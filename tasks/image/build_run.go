@@ -85,26 +85,39 @@ func (b *Build) image(ctx context.Context, s *sessions) (v1.Image, error) {
 	adds := make([]mutate.Addendum, 0, len(b.Layers))
 	for _, m := range b.Layers {
 		spec, _ := parseLayerSpec(m)
-		data, err := buildLayer(ctx, spec)
+		add, err := layerAddendum(ctx, spec, layerType)
 		if err != nil {
 			return nil, err
 		}
-		layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(data)), nil
-		}, tarball.WithMediaType(layerType))
-		if err != nil {
-			return nil, fmt.Errorf("layer %q: %w", spec.source, err)
-		}
-		adds = append(adds, mutate.Addendum{Layer: layer, History: v1.History{
-			Created:   v1.Time{Time: epoch},
-			CreatedBy: "image_build: copy to " + spec.destination,
-		}})
+		adds = append(adds, add)
 	}
 	img, err := mutate.Append(base, adds...)
 	if err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	return b.configure(img, plat)
+}
+
+// layerAddendum builds the layer of one layers element with its history entry.
+func layerAddendum(ctx context.Context, spec layerSpec, mt types.MediaType) (mutate.Addendum, error) {
+	history := v1.History{Created: v1.Time{Time: epoch}}
+	if spec.tarball != "" {
+		layer, err := tarballLayer(spec.tarball, mt)
+		history.CreatedBy = "image_build: add tarball " + filepath.Base(spec.tarball)
+		return mutate.Addendum{Layer: layer, History: history}, err
+	}
+	data, err := buildLayer(ctx, spec)
+	if err != nil {
+		return mutate.Addendum{}, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithMediaType(mt))
+	if err != nil {
+		return mutate.Addendum{}, fmt.Errorf("layer %q: %w", spec.source, err)
+	}
+	history.CreatedBy = "image_build: copy to " + spec.destination
+	return mutate.Addendum{Layer: layer, History: history}, nil
 }
 
 // baseImage is the empty image for scratch, else base resolved for plat.

@@ -20,20 +20,25 @@ import (
 // so that the same inputs always give the same digest.
 var epoch = time.Unix(0, 0).UTC()
 
-// layerSpec is one element of image_build's layers.
+// layerSpec is one element of image_build's layers: files copied from source
+// to destination, or a tar archive taken as the layer itself.
 type layerSpec struct {
 	source      string
 	destination string // absolute; a trailing / means "into this directory"
 	mode        int64  // unix permission bits, with setuid, setgid and sticky
 	hasMode     bool
+	tarball     string // a tar (or gzipped tar) file that is the layer, as it is
 }
 
 // parseLayerSpec checks one layers element: source and destination required,
-// mode optional and octal.
+// mode optional and octal; or tarball alone.
 func parseLayerSpec(m map[string]string) (layerSpec, error) {
+	if _, ok := m["tarball"]; ok {
+		return parseTarballSpec(m)
+	}
 	for k := range m {
 		if k != "source" && k != "destination" && k != "mode" {
-			return layerSpec{}, fmt.Errorf("unknown key %q; want source, destination, mode", k)
+			return layerSpec{}, fmt.Errorf("unknown key %q; want source, destination, mode (or tarball alone)", k)
 		}
 	}
 	s := layerSpec{source: m["source"], destination: m["destination"]}
@@ -54,6 +59,20 @@ func parseLayerSpec(m map[string]string) (layerSpec, error) {
 		s.mode, s.hasMode = int64(v), true
 	}
 	return s, nil
+}
+
+// parseTarballSpec checks an element { tarball = PATH }, which takes no
+// other key: the archive's own names, modes and owners are the layer's.
+func parseTarballSpec(m map[string]string) (layerSpec, error) {
+	for k := range m {
+		if k != "tarball" {
+			return layerSpec{}, fmt.Errorf("key %q cannot be combined with tarball: the archive is the layer as it is", k)
+		}
+	}
+	if m["tarball"] == "" {
+		return layerSpec{}, fmt.Errorf("tarball must name a tar file")
+	}
+	return layerSpec{tarball: m["tarball"]}, nil
 }
 
 // target is the path of the source's root in the image, without the leading /.

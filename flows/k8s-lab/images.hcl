@@ -1,0 +1,323 @@
+# images.hcl — every container image the k8s lab runs, built here from what this machine
+# has (nothing can be pulled from the internet): the Kubernetes and Karmada binaries built
+# from the Go module proxy by scripts/k8s-bins.sh, our own pause (cmd/lab-pause), CoreDNS,
+# and Debian packages installed into root file systems by scripts/debian-rootfs.sh
+# (mmdebstrap). Each image is pushed to the stand-in upstream registry under its real
+# repository path and tag, then image_mirror preloads all of them into the lab registry
+# with the seed's "flatten" naming. What each image holds, and where it differs from the
+# real one: docs/k8s-lab-images.md.
+#
+# One file of the flows/k8s-lab flow: it uses var.upstream_port, var.registry_port,
+# var.karmada_version, var.kube_version and wait_ready.registry["lab-upstream"] /
+# ["lab-registry"] from the flow's other files; everything it declares is named image_*.
+
+variable "image_root" {
+  type        = string
+  default     = ""
+  description = "The flow repository's root (scripts/, cmd/, flows/flask-app); empty: two levels above this file."
+}
+
+variable "image_kube_binary_version" {
+  type        = string
+  default     = "v1.31.4"
+  description = "Version of the Kubernetes binaries in ~/.cache/flow/bin; tagged as var.kube_version (karmadactl v1.13.0 expects v1.31.3, the proxy serves v1.31.4)."
+}
+
+variable "image_coredns_version" {
+  type        = string
+  default     = "v1.11.3"
+  description = "CoreDNS module version; the image is tagged without the v, as coredns/coredns is."
+}
+
+variable "image_etcd_tag" {
+  type        = string
+  default     = "3.5.16-0"
+  description = "Tag of the etcd image (karmadactl v1.13.0's default); it holds Debian's etcd 3.4."
+}
+
+variable "image_nginx_tag" {
+  type        = string
+  default     = "1.27"
+  description = "Tag of library/nginx (flows/nginx-demo.hcl's default); it holds Debian's nginx-light 1.22."
+}
+
+variable "image_prometheus_tag" {
+  type        = string
+  default     = "v2.53.3"
+  description = "Tag of prom/prometheus (flows/monitoring.hcl's default); it holds Debian's prometheus 2.42."
+}
+
+locals {
+  image_root     = var.image_root != "" ? var.image_root : dirname(dirname(path.flow))
+  image_work     = "${local.image_root}/.lab/images"
+  image_upstream = "127.0.0.1:${var.upstream_port}"
+
+  # Debian root file systems (bookworm, minbase), one per package list, cached by it.
+  image_rootfs = {
+    base       = ["ca-certificates"]
+    etcd       = ["ca-certificates", "etcd-client", "etcd-server"]
+    nginx      = ["nginx-light"]
+    prometheus = ["prometheus"]
+    python     = ["python-is-python3", "python3-flask"]
+  }
+
+  # Binary name => upstream repository path and tag. Kubernetes binaries go where the real
+  # images have them (/usr/local/bin, on PATH: karmadactl init runs "kube-apiserver"),
+  # Karmada's at /bin (karmadactl init runs "/bin/karmada-controller-manager").
+  image_kube = {
+    for c in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] : c => "${c}:${var.kube_version}"
+  }
+  image_karmada = {
+    for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver", "karmada-agent"] :
+    c => "karmada/${c}:${var.karmada_version}"
+  }
+  image_binaries = concat(
+    [for c in keys(local.image_kube) : "${c}-${var.image_kube_binary_version}"],
+    [for c in keys(local.image_karmada) : "${c}-${var.karmada_version}"],
+  )
+  image_coredns_tag = trimprefix(var.image_coredns_version, "v")
+  image_path = {
+    debian     = "library/debian:bookworm"
+    alpine     = "library/alpine:3.21.0"
+    pause      = "pause:3.6"
+    etcd       = "etcd:${var.image_etcd_tag}"
+    coredns    = "coredns/coredns:${local.image_coredns_tag}"
+    nginx      = "library/nginx:${var.image_nginx_tag}"
+    prometheus = "prom/prometheus:${var.image_prometheus_tag}"
+    python     = "library/python:3.11-slim"
+    flask_demo = "flask-demo:1.0"
+  }
+  image_path_env = { PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
+}
+
+# --- inputs: root file systems, binaries, links ---------------------------------------------
+
+task "exec" "image_rootfs" {
+  for_each    = local.image_rootfs
+  description = "A Debian root file system with the image's packages (cached by package list)."
+  command     = concat(["bash", "scripts/debian-rootfs.sh", "image-${each.key}"], each.value)
+  dir         = local.image_root
+  timeout     = "20m"
+}
+
+task "exec" "image_bins" {
+  description = "The Kubernetes and Karmada binaries scripts/k8s-bins.sh caches; prints their directory."
+  script      = <<-EOT
+    dir=$${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}
+    for b in ${join(" ", local.image_binaries)}; do
+      [ -x "$dir/$b" ] || { echo "missing $dir/$b: run scripts/k8s-bins.sh" >&2; exit 1; }
+    done
+    echo "$dir"
+  EOT
+}
+
+task "exec" "image_pause" {
+  description = "Our pause (cmd/lab-pause), static."
+  script      = <<-EOT
+    mkdir -p .lab/images
+    CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .lab/images/pause ./cmd/lab-pause
+    echo "$PWD/.lab/images/pause"
+  EOT
+  dir         = local.image_root
+  timeout     = "10m"
+}
+
+# CoreDNS from the binary cache when scripts/k8s-bins.sh built it there, else built here
+# once from the Go module proxy into .lab/images.
+task "exec" "image_coredns" {
+  description = "The coredns binary: from the binary cache, or built once into .lab/images."
+  script      = <<-EOT
+    v=${var.image_coredns_version}
+    cached=$${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}/coredns-$v
+    if [ -x "$cached" ]; then echo "$cached"; exit 0; fi
+    out="$PWD/.lab/images/coredns-$v"
+    if [ -x "$out" ]; then echo "$out"; exit 0; fi
+    src="$PWD/.lab/images/coredns-src-$v"
+    mkdir -p "$src" && cd "$src"
+    printf 'module flowcorednsbuild\ngo 1.23\n' >go.mod
+    printf 'package tools\n\nimport _ "github.com/coredns/coredns/coremain"\n' >tools.go
+    export GOFLAGS=-mod=mod CGO_ENABLED=0
+    go get "github.com/coredns/coredns@$v" >&2 && go mod tidy >&2
+    go build -trimpath -ldflags="-s -w -X github.com/coredns/coredns/coremain.GitCommit=$v" \
+      -o "$out.tmp" github.com/coredns/coredns >&2
+    mv "$out.tmp" "$out"
+    echo "$out"
+  EOT
+  dir         = local.image_root
+  timeout     = "30m"
+}
+
+# Links the packages do not make: etcd where its manifest runs it, nginx's logs to the
+# container's output (as the real images have them).
+task "exec" "image_links" {
+  description = "Symbolic links added to the etcd and nginx images."
+  script      = <<-EOT
+    set -e
+    d=.lab/images/links
+    mkdir -p $d/etcd/usr/local/bin $d/nginx/var/log/nginx
+    ln -sfn /usr/bin/etcd $d/etcd/usr/local/bin/etcd
+    ln -sfn /usr/bin/etcdctl $d/etcd/usr/local/bin/etcdctl
+    ln -sfn /dev/stdout $d/nginx/var/log/nginx/access.log
+    ln -sfn /dev/stderr $d/nginx/var/log/nginx/error.log
+    echo "$PWD/$d"
+  EOT
+  dir         = local.image_root
+}
+
+# --- images, pushed to the stand-in upstream registry ----------------------------------------
+
+# Debian bookworm minbase with CA certificates: the base of the images that add only a
+# binary, and what alpine:3.21.0 (etcd's init container under karmadactl init, which needs
+# only sh and tee) stands for.
+task "image_build" "image_debian" {
+  layers     = [{ tarball = exec.image_rootfs["base"].stdout }]
+  env        = local.image_path_env
+  cmd        = ["bash"]
+  push       = "${local.image_upstream}/${local.image_path.debian}"
+  insecure   = true
+  timeout    = "10m"
+  depends_on = [wait_ready.registry["lab-upstream"]]
+}
+
+task "image_build" "image_alpine" {
+  base     = image_build.image_debian.reference
+  cmd      = ["/bin/sh"]
+  labels   = { "org.flowdev.lab.stand-in" = "Debian bookworm minbase (sh, coreutils), not Alpine" }
+  push     = "${local.image_upstream}/${local.image_path.alpine}"
+  insecure = true
+}
+
+task "image_build" "image_pause" {
+  layers     = [{ source = exec.image_pause.stdout, destination = "/pause", mode = "0755" }]
+  entrypoint = ["/pause"]
+  push       = "${local.image_upstream}/${local.image_path.pause}"
+  insecure   = true
+  depends_on = [wait_ready.registry["lab-upstream"]]
+}
+
+task "image_build" "image_etcd" {
+  layers = [
+    { tarball = exec.image_rootfs["etcd"].stdout },
+    { source = "${exec.image_links.stdout}/etcd/usr", destination = "/" },
+  ]
+  env           = local.image_path_env
+  cmd           = ["/usr/local/bin/etcd"]
+  exposed_ports = ["2379", "2380"]
+  push          = "${local.image_upstream}/${local.image_path.etcd}"
+  insecure      = true
+  timeout       = "10m"
+  depends_on    = [wait_ready.registry["lab-upstream"]]
+}
+
+task "image_build" "image_kube" {
+  for_each   = local.image_kube
+  base       = image_build.image_debian.reference
+  layers     = [{ source = "${exec.image_bins.stdout}/${each.key}-${var.image_kube_binary_version}", destination = "/usr/local/bin/${each.key}", mode = "0755" }]
+  entrypoint = ["/usr/local/bin/${each.key}"]
+  push       = "${local.image_upstream}/${each.value}"
+  insecure   = true
+  timeout    = "10m"
+}
+
+# /usr/bin is /bin in the base (merged /usr): a layer with its own bin/ directory would
+# hide the base's /bin -> usr/bin link, and with it /bin/sh.
+task "image_build" "image_karmada" {
+  for_each   = local.image_karmada
+  base       = image_build.image_debian.reference
+  layers     = [{ source = "${exec.image_bins.stdout}/${each.key}-${var.karmada_version}", destination = "/usr/bin/${each.key}", mode = "0755" }]
+  entrypoint = ["/bin/${each.key}"]
+  push       = "${local.image_upstream}/${each.value}"
+  insecure   = true
+  timeout    = "10m"
+}
+
+task "image_build" "image_coredns" {
+  base          = image_build.image_debian.reference
+  layers        = [{ source = exec.image_coredns.stdout, destination = "/coredns", mode = "0755" }]
+  entrypoint    = ["/coredns"]
+  exposed_ports = ["53/tcp", "53/udp", "9153"]
+  push          = "${local.image_upstream}/${local.image_path.coredns}"
+  insecure      = true
+}
+
+task "image_build" "image_nginx" {
+  layers = [
+    { tarball = exec.image_rootfs["nginx"].stdout },
+    { source = "${exec.image_links.stdout}/nginx/var", destination = "/" },
+  ]
+  env           = local.image_path_env
+  cmd           = ["nginx", "-g", "daemon off;"]
+  exposed_ports = ["80"]
+  push          = "${local.image_upstream}/${local.image_path.nginx}"
+  insecure      = true
+  timeout       = "10m"
+  depends_on    = [wait_ready.registry["lab-upstream"]]
+}
+
+task "image_build" "image_prometheus" {
+  layers        = [{ tarball = exec.image_rootfs["prometheus"].stdout }]
+  env           = local.image_path_env
+  entrypoint    = ["/bin/prometheus"]
+  cmd           = ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]
+  workdir       = "/prometheus"
+  exposed_ports = ["9090"]
+  push          = "${local.image_upstream}/${local.image_path.prometheus}"
+  insecure      = true
+  timeout       = "10m"
+  depends_on    = [wait_ready.registry["lab-upstream"]]
+}
+
+# Debian's python3 is 3.11, so the Flask demo's base keeps the name flows/flask-import.hcl
+# builds on; Flask comes from Debian (python3-flask 2.2), not from pip.
+task "image_build" "image_python" {
+  layers     = [{ tarball = exec.image_rootfs["python"].stdout }]
+  env        = local.image_path_env
+  cmd        = ["python3"]
+  push       = "${local.image_upstream}/${local.image_path.python}"
+  insecure   = true
+  timeout    = "10m"
+  depends_on = [wait_ready.registry["lab-upstream"]]
+}
+
+# flows/flask-app on that base: what flask-import.hcl builds with vendor_requirements = false.
+task "image_build" "image_flask_demo" {
+  base          = image_build.image_python.reference
+  layers        = [{ source = "${local.image_root}/flows/flask-app/app.py", destination = "/app/app.py", mode = "0644" }]
+  workdir       = "/app"
+  cmd           = ["python", "app.py"]
+  exposed_ports = ["5000/tcp"]
+  push          = "${local.image_upstream}/${local.image_path.flask_demo}"
+  insecure      = true
+}
+
+# --- the lab registry -------------------------------------------------------------------------
+
+# Every image above, pinned by the digest just built and pushed under its tag; flatten
+# names each one by its last path element, as karmadactl init --private-image-registry wants.
+task "image_mirror" "lab" {
+  images = concat(
+    [for k, b in image_build.image_kube : "${local.image_upstream}/${local.image_kube[k]}@${b.digest}"],
+    [for k, b in image_build.image_karmada : "${local.image_upstream}/${local.image_karmada[k]}@${b.digest}"],
+    [for k, b in {
+      debian     = image_build.image_debian
+      alpine     = image_build.image_alpine
+      pause      = image_build.image_pause
+      etcd       = image_build.image_etcd
+      coredns    = image_build.image_coredns
+      nginx      = image_build.image_nginx
+      prometheus = image_build.image_prometheus
+      python     = image_build.image_python
+      flask_demo = image_build.image_flask_demo
+    } : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
+  )
+  registry   = "127.0.0.1:${var.registry_port}"
+  naming     = "flatten"
+  insecure   = true
+  timeout    = "20m"
+  depends_on = [wait_ready.registry["lab-registry"]]
+}
+
+output "images" {
+  description = "Each image's upstream path and tag (docker.io/ or registry.k8s.io/ left off) => its copy in the lab registry, pinned by digest."
+  value       = { for src, dst in image_mirror.lab.images : split("@", trimprefix(src, "${local.image_upstream}/"))[0] => dst }
+}
