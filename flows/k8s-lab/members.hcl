@@ -9,9 +9,12 @@ task "exec" "member_image" {
   timeout     = "20m"
 }
 
+# A rebuilt image (a new binary, package list or init) moves the alias; running members
+# keep the image they were created from until they are recreated.
 task "lxd_image_import" "member" {
-  file  = "${local.root}/${exec.member_image.stdout}"
-  alias = "flow-member"
+  file     = "${local.root}/${exec.member_image.stdout}"
+  alias    = "flow-member"
+  recreate = true
 }
 
 # What MicroK8s's LXD profile grants: a privileged, nesting container with every device and

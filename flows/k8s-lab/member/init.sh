@@ -18,6 +18,9 @@ ip link set lo up
 ip link show cni0 >/dev/null 2>&1 || ip link add cni0 type bridge
 ip addr show dev cni0 | grep -q 'inet 10.1.0.1/' || ip addr add 10.1.0.1/16 dev cni0
 ip link set cni0 up
+# The member has no default route: Service IPs need one to the bridge, so that traffic
+# started here (a proxy device's far end) reaches kube-proxy's DNAT in OUTPUT.
+ip route replace 10.152.183.0/24 dev cni0 src 10.1.0.1
 # Pods reach Services through iptables on the bridge, and their own pod IPs via the bridge.
 sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
 touch /run/flow-member-init.done
