@@ -33,8 +33,17 @@ type Flow struct {
 	// Tasks are in declaration order (files sorted by name).
 	Tasks   []*Task
 	Outputs []*Output
+	// Modules are the module calls, in declaration order; each holds its loaded module.
+	Modules []*ModuleCall
 
-	taskIndex map[string]*Task
+	taskIndex   map[string]*Task
+	moduleIndex map[string]*ModuleCall
+}
+
+// Module returns the module call declared as module "NAME".
+func (f *Flow) Module(name string) (*ModuleCall, bool) {
+	m, ok := f.moduleIndex[name]
+	return m, ok
 }
 
 // Task returns the task block declared as TYPE.NAME.
@@ -85,6 +94,26 @@ type Task struct {
 	Attributes hcl.Attributes
 	// Refs are the task references in Attributes, Timeout and Retry, with their ranges.
 	Refs []Ref
+}
+
+// Exprs returns every expression evaluated per instance: the type's attributes (by
+// name), timeout and retry.
+func (t *Task) Exprs() []hcl.Expression {
+	exprs := make([]hcl.Expression, 0, len(t.Attributes)+4)
+	for _, a := range sortedAttributes(t.Attributes) {
+		exprs = append(exprs, a.Expr)
+	}
+	if t.Timeout != nil {
+		exprs = append(exprs, t.Timeout)
+	}
+	if t.Retry != nil {
+		for _, e := range []hcl.Expression{t.Retry.Attempts, t.Retry.Delay, t.Retry.MaxDelay} {
+			if e != nil {
+				exprs = append(exprs, e)
+			}
+		}
+	}
+	return exprs
 }
 
 // Retry is a task's `retry` block. Expressions are evaluated per instance.

@@ -158,17 +158,23 @@ type Instance struct {
 // Expand evaluates t's for_each: a map, an object, or a set of strings. Keys come out
 // sorted. Without for_each it returns one instance with NilVal key.
 func (s *Scope) Expand(t *Task) ([]Instance, hcl.Diagnostics) {
-	if t.ForEach == nil {
+	return s.ExpandForEach(t.ForEach)
+}
+
+// ExpandForEach evaluates a task's or a module call's for_each expression (nil
+// without for_each), as Expand does.
+func (s *Scope) ExpandForEach(forEach hcl.Expression) ([]Instance, hcl.Diagnostics) {
+	if forEach == nil {
 		return []Instance{{Key: cty.NilVal, Value: cty.NilVal}}, nil
 	}
-	val, diags := t.ForEach.Value(s.EvalContext(cty.NilVal, cty.NilVal))
+	val, diags := forEach.Value(s.EvalContext(cty.NilVal, cty.NilVal))
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	rng := t.ForEach.Range()
+	rng := forEach.Range()
 	ty := val.Type()
 	notExpanded := hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "for_each not expanded",
-		Detail:  "for_each depends on a variable that has no value yet, so this task's instances are not checked.",
+		Detail:  "for_each depends on a variable that has no value yet, so its instances are not checked.",
 		Subject: rng.Ptr()}}
 	sensitive := hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each keys become part of task addresses, so they cannot be sensitive.")}
 	// Elements are checked as they are read: walking a large value first costs as much
