@@ -43,7 +43,7 @@ func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) (*hcl.EvalContext,
 // false when lookup has no value for an instance read.
 func (p *Plan) addRefValues(ctx *hcl.EvalContext, m *moduleInstance, refs []config.Ref, reads []resolved, lookup lookupFunc) bool {
 	byType := map[string]map[string]cty.Value{}
-	keyed := map[string]map[string]cty.Value{}           // task addr -> key -> value
+	keyed := map[string]map[string]cty.Value{}              // task addr -> key -> value
 	outputs := map[string]map[string]map[string]cty.Value{} // call -> key -> output -> value
 	for i, r := range refs {
 		if byType[r.Type] == nil {

@@ -25,8 +25,8 @@ type moduleInstance struct {
 	parent     *moduleInstance
 
 	scope      *config.Scope
-	dynamic    map[string]bool // variables whose input reads a task or a module output
-	dynLocals  map[string]bool // locals that read a dynamic variable or local
+	dynamic    map[string]bool              // variables whose input reads a task or a module output
+	dynLocals  map[string]bool              // locals that read a dynamic variable or local
 	tasks      map[string][]*Instance       // TYPE.NAME -> instances in key order
 	calls      map[string][]*moduleInstance // call name -> instances in key order
 	unexpanded map[string]bool              // TYPE.NAME or module.NAME: for_each has no value yet
