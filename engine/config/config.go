@@ -22,6 +22,9 @@ type Flow struct {
 	// relative paths in file() and templatefile() resolve against.
 	Path string
 	Dir  string
+	// givenDir is Dir as the user gave it, so a module's files are named like the
+	// flow's in diagnostics.
+	givenDir string
 	// Files maps file name to its parsed file, for printing diagnostics with their
 	// source snippet and enclosing block.
 	Files map[string]*hcl.File

@@ -40,11 +40,12 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	}
 	// Absolute, so "${path.flow}/x" works in file() (which resolves against Dir) and
 	// evaluates the same when a run is resumed from its recorded absolute path.
+	given := dir
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	f := &Flow{
-		Path: path, Dir: dir, Files: map[string]*hcl.File{},
+		Path: path, Dir: dir, givenDir: given, Files: map[string]*hcl.File{},
 		Variables: map[string]*Variable{}, Locals: map[string]*Local{}, taskIndex: map[string]*Task{},
 		moduleIndex: map[string]*ModuleCall{},
 	}

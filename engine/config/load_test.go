@@ -113,6 +113,7 @@ var errorMarker = regexp.MustCompile(`#\s*ERROR:\s*`)
 //
 //	# VAR: NAME=VALUE        a --var
 //	# VAR-FILE: PATH         a --var-file, relative to testdata/; its markers count too
+//	# MODULE-FILE: PATH      a module's file, relative to testdata/; its markers count too
 //	# ENV: FLOW_VAR_X=VALUE  an entry of Environ
 //	# FLAG-ERROR: TEXT       an expected diagnostic without a source range
 type directives struct {
@@ -161,6 +162,8 @@ func readDirectives(t *testing.T, path string) directives {
 			p := filepath.Join("testdata", val)
 			d.in.Files = append(d.in.Files, p)
 			d.files = append(d.files, p)
+		case "MODULE-FILE":
+			d.files = append(d.files, filepath.Join("testdata", val))
 		case "ENV":
 			d.in.Environ = append(d.in.Environ, val)
 		case "FLAG-ERROR":

@@ -93,23 +93,31 @@ func (f *Flow) decodeModule(b *hcl.Block, reg *tasks.Registry, stack []string) h
 	if !ok {
 		return diags
 	}
-	dir, d := moduleDir(f.Dir, a)
+	dir, d := moduleDir(f.givenDir, a)
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return diags
 	}
 	m.Source = dir
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
 	for _, s := range stack {
-		if s == dir {
+		if s == abs {
 			return append(diags, errorf(a.Expr.Range(), "Module calls itself",
-				"Module %q at %s is already being loaded by a call that leads here: %s.", m.Name, dir, strings.Join(stack, " -> ")))
+				"Module %q (%s) is the module this call is in, or one that calls it.", m.Name, dir))
 		}
 	}
-	child, d := load(dir, reg, append(stack, dir))
-	diags = append(diags, InModule(d, m.Addr(), m.DeclRange)...)
+	child, d := load(dir, reg, append(stack, abs))
 	if child == nil {
-		return diags
+		detail := "no .hcl files"
+		if len(d) > 0 {
+			detail = d[0].Detail
+		}
+		return append(diags, errorf(a.Expr.Range(), "Cannot read module", "%s.", detail))
 	}
+	diags = append(diags, InModule(d, m.Addr(), m.DeclRange)...)
 	m.Flow = child
 	for name, file := range child.Files {
 		f.Files[name] = file
