@@ -86,9 +86,9 @@ the machine flow runs on while the command runs.`,
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
 		},
 		Example: `task "karmadactl_register" "member2" {
-  api_endpoint = task.karmadactl_token.register.api_endpoint
-  token        = task.karmadactl_token.register.token
-  ca_cert_hash = task.karmadactl_token.register.ca_cert_hash
+  api_endpoint = karmadactl_token.register.api_endpoint
+  token        = karmadactl_token.register.token
+  ca_cert_hash = karmadactl_token.register.ca_cert_hash
   cluster_name = "member2"
   kubeconfig   = "/etc/flow/member2.kubeconfig"
 }`,

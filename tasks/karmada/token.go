@@ -59,7 +59,7 @@ error shows its last line of stderr with anything shaped like a token replaced.`
 			{Name: "register_command", Type: cty.String, Doc: "The karmadactl register command line as karmadactl printed it.", Sensitive: true},
 		},
 		Example: `task "karmadactl_token" "register" {
-  kubeconfig = task.karmadactl_init.karmada.kubeconfig
+  kubeconfig = karmadactl_init.karmada.kubeconfig
   ttl        = "2h"
 }`,
 	}

@@ -62,7 +62,7 @@ and created anew.`,
   remote       = local.lxd
   name         = each.key
   image        = "ubuntu:22.04"
-  profiles     = ["default", task.lxd_profile.microk8s.name]
+  profiles     = ["default", lxd_profile.microk8s.name]
   config       = { "limits.cpu" = "2", "limits.memory" = "4GiB" }
   wait_for     = ["systemctl", "is-system-running", "--wait"]
   wait_timeout = "3m"
