@@ -152,3 +152,78 @@ func TestModuleInterruptAndResume(t *testing.T) {
 	}
 	h.assertStored(o)
 }
+
+// TestNestedModuleOutputs reads outputs through two levels of module calls: a root
+// task reads an outer module's output, which reads its inner module's output, which
+// reads a task given a dynamic input from the outer module's task.
+func TestNestedModuleOutputs(t *testing.T) {
+	h := newHarness(t)
+	writeModule(t, h, "modules/outer", `
+variable "name" {
+  type = string
+}
+
+task "test_echo" "start" {
+  value = "start-${var.name}"
+}
+
+module "inner" {
+  source = "../inner"
+  text   = test_echo.start.value
+}
+
+output "inner" {
+  value = module.inner.echoed
+}
+`)
+	writeModule(t, h, "modules/inner", `
+variable "text" {
+  type = string
+}
+
+locals {
+  upper = upper(var.text)
+}
+
+task "test_echo" "echo" {
+  value = local.upper
+}
+
+output "echoed" {
+  value = test_echo.echo.value
+}
+`)
+	p := h.plan(`
+module "outer" {
+  source   = "./modules/outer"
+  for_each = toset(["a", "b"])
+  name     = each.key
+}
+
+task "test_echo" "final" {
+  value = module.outer["b"].inner
+}
+
+output "all" {
+  value = { for k, o in module.outer : k => o.inner }
+}
+`)
+	inner := `module.outer["b"].module.inner.test_echo.echo`
+	if deps := p.Instances["test_echo.final"].Deps; !reflect.DeepEqual(deps, []string{inner}) {
+		t.Errorf("test_echo.final waits for %q, want only %s", deps, inner)
+	}
+	if deps := p.Instances[inner].Deps; !reflect.DeepEqual(deps, []string{`module.outer["b"].test_echo.start`}) {
+		t.Errorf("%s waits for %q", inner, deps)
+	}
+	o := h.run(context.Background(), p, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("status %s\n%s", o.res.Status, statuses(o.res.Records))
+	}
+	if in, _ := h.rec.input("test_echo.final"); in != "START-B" {
+		t.Errorf("final read %q, want START-B", in)
+	}
+	want := cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("START-A"), "b": cty.StringVal("START-B")})
+	if got := o.res.Outputs["all"]; !got.RawEquals(want) {
+		t.Errorf("output all = %#v", got)
+	}
+}

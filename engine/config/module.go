@@ -203,3 +203,15 @@ func (f *Flow) checkModuleRef(r Ref) hcl.Diagnostics {
 	}
 	return nil
 }
+
+// TaskBlocks counts the task blocks of the flow and of the modules it calls, each
+// called module once per call, however many instances the call has.
+func (f *Flow) TaskBlocks() int {
+	n := len(f.Tasks)
+	for _, m := range f.Modules {
+		if m.Flow != nil {
+			n += m.Flow.TaskBlocks()
+		}
+	}
+	return n
+}
