@@ -155,7 +155,8 @@ func (p *Plan) connect(m *moduleInstance) hcl.Diagnostics {
 func (p *Plan) connectInstance(inst *Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	t, m := inst.Task, inst.mod
-	deps := append([]string{}, m.after...)
+	var deps []string
+	deps = append(deps, m.after...)
 	inst.reads = make([]resolved, len(t.Refs))
 	for i, r := range t.Refs {
 		res, d := p.resolve(m, inst.Key, inst.Value, inst.Addr, r, false)
@@ -168,13 +169,11 @@ func (p *Plan) connectInstance(inst *Instance) hcl.Diagnostics {
 		diags = append(diags, d...)
 		deps = append(deps, res.insts...)
 	}
-	exprs := t.Exprs()
-	if t.ForEach != nil {
-		exprs = append(exprs, t.ForEach)
-	}
-	for _, e := range exprs {
-		d, dd := p.scopeDeps(m, e)
-		deps, diags = append(deps, d...), append(diags, dd...)
+	if len(m.dynamic) > 0 { // variables that read tasks: wait for what they read
+		for _, e := range t.Exprs() {
+			d, dd := p.scopeDeps(m, e)
+			deps, diags = append(deps, d...), append(diags, dd...)
+		}
 	}
 	inst.Deps = uniqueSorted(deps)
 	for _, a := range inst.Deps {
