@@ -140,6 +140,19 @@ func (p *Plan) connect(m *moduleInstance) hcl.Diagnostics {
 			diags = append(diags, m.annotate(p.connectInstance(inst))...)
 		}
 	}
+	// Values that no task reads are still evaluated (a module instance's dynamic
+	// variables) or printed (outputs): a cycle among them must be found here too.
+	for _, name := range sortedNames(m.dynamic) {
+		_, d := p.scopeDeps(m, m.call.Inputs[name].Expr)
+		_, d2 := p.memoDeps(m, "var."+name, m.call.Inputs[name].Expr.Range(), func() ([]string, hcl.Diagnostics) {
+			return p.inputDeps(m, name)
+		})
+		diags = append(diags, m.annotate(append(d, d2...))...)
+	}
+	for _, o := range m.flow.Outputs {
+		_, d := p.outputDeps(m, o.Name)
+		diags = append(diags, m.annotate(d)...)
+	}
 	for _, child := range m.children() {
 		child.after = append([]string{}, m.after...)
 		for _, r := range child.call.DependsOn {
