@@ -8,7 +8,7 @@ import (
 
 // TestModuleEdges checks that module calls expand per instance, that a task in a
 // module instance waits only for what its expressions read (through a dynamic input
-// too), and that a module output waits only for the tasks it reads.
+// too) and its call's depends_on names, and that a module output waits only for the tasks it reads.
 func TestModuleEdges(t *testing.T) {
 	_, plan := mustPlan(t, valid("modules.hcl"), config.VarInputs{})
 	got := map[string][]string{}
@@ -17,7 +17,7 @@ func TestModuleEdges(t *testing.T) {
 	}
 	want := map[string][]string{
 		"exec.registry":           nil,
-		"module.single.exec.echo": nil,
+		"module.single.exec.echo": {"exec.registry"}, // the call's depends_on
 		`exec.last`:               {`module.member["m2"].exec.configure`, `module.member["m2"].exec.launch`, `module.member["m2"].module.inner.exec.echo`, "module.single.exec.echo"},
 	}
 	for _, m := range []string{"m1", "m2"} {

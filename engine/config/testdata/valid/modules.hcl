@@ -19,8 +19,9 @@ module "member" {
 }
 
 module "single" {
-  source = "../modules/leaf"
-  text   = "static"
+  source     = "../modules/leaf"
+  text       = "static"
+  depends_on = [exec.registry]
 }
 
 task "exec" "after" {
