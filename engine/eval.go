@@ -251,9 +251,9 @@ func evalDuration(e hcl.Expression, ctx *hcl.EvalContext, what string, out *time
 	s, err := convert.Convert(v, cty.String)
 	var d time.Duration
 	if err == nil && !s.IsNull() {
-		d, err = time.ParseDuration(s.AsString())
+		d, err = tasks.Duration(s.AsString()).Positive(what, 0)
 	}
-	if err != nil || s.IsNull() || d <= 0 {
+	if err != nil || s.IsNull() {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + what,
 			Detail: what + ` must be a positive duration such as "90s" or "5m".`, Subject: e.Range().Ptr()})
 	}

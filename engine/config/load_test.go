@@ -22,8 +22,9 @@ import (
 
 // needsTask is a test task type with a required attribute: exec has none.
 type needsTask struct {
-	Target string `hcl:"target" doc:"What it needs."`
-	Count  int    `hcl:"count,optional" doc:"How many."`
+	Target string         `hcl:"target" doc:"What it needs."`
+	Count  int            `hcl:"count,optional" doc:"How many."`
+	Within tasks.Duration `hcl:"within,optional" doc:"How long it may take."`
 }
 
 func (n *needsTask) Validate() error { return nil }
