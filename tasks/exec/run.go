@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/internal/command"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // Run starts the command in its own process group, streams and captures its output and
@@ -14,7 +15,7 @@ import (
 // command.KillGrace) and returns an error wrapping ctx.Err(). Once the process ran, the
 // outputs are returned even with an error.
 func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
-	stdout, stderr := tasks.NewStdoutCapture(env.Stdout, e.SensitiveStdout), tasks.NewCapture(env.Stderr)
+	stdout, stderr := output.NewStdoutCapture(env.Stdout, e.SensitiveStdout), output.NewCapture(env.Stderr)
 	argv := e.Command
 	if e.Script != "" {
 		argv = []string{"/bin/sh", "-c", e.Script}
@@ -26,7 +27,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 		return nil, err
 	}
 	if env.Logger != nil {
-		for name, c := range map[string]*tasks.Capture{"stdout": stdout, "stderr": stderr} {
+		for name, c := range map[string]*output.Capture{"stdout": stdout, "stderr": stderr} {
 			if err := c.StreamErr(); err != nil {
 				env.Logger.Debug("streaming stopped after a write error", "stream", name, "error", err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/internal/command"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // PinnedVersion is the karmadactl version every flag table was checked against.
@@ -43,7 +44,7 @@ func validateVersion(v string) error {
 // stderr; nil streams nowhere. Neither argv nor the output is logged, since they may
 // carry a token. Callers name the operation in errors.
 func (b binary) run(ctx context.Context, env *tasks.Env, args []string, stdout, stderr io.Writer) (string, string, error) {
-	outCapture, errCapture := tasks.NewCapture(stdout), tasks.NewCapture(stderr)
+	outCapture, errCapture := output.NewCapture(stdout), output.NewCapture(stderr)
 	what := "command " + strconv.Quote(b.path)
 	cmd := &command.Cmd{Argv: append([]string{b.path}, args...), Stdout: outCapture, Stderr: errCapture, What: what}
 	res, err := cmd.Run(ctx)

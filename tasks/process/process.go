@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/command"
 )
 
 // Process starts a long-running program detached from flow and waits until it is
@@ -82,7 +83,7 @@ func (p *Process) Validate() error {
 	case strings.ContainsRune(strings.Join(p.Command, ""), 0):
 		return &tasks.AttrError{Attr: "command", Err: errors.New("must not contain NUL")}
 	}
-	if err := tasks.ValidateCommand(p.Command, "", p.Env); err != nil {
+	if err := command.Validate(p.Command, "", p.Env); err != nil {
 		return err
 	}
 	switch {

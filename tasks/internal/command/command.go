@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/flowdev/flow/tasks"
 )
 
 // KillGrace is how long a cancelled command's process group has to exit after SIGTERM
@@ -144,7 +142,7 @@ func (c *Cmd) command(stdout, stderr *os.File) *osexec.Cmd {
 
 // startError turns a failed start into `start "prog": reason` (`start script: ...`).
 func (c *Cmd) startError(err error) error {
-	err = tasks.StartCause(c.Dir, err)
+	err = StartCause(c.Dir, err)
 	if c.What == "script" {
 		return fmt.Errorf("start script: %w", err)
 	}
