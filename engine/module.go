@@ -342,12 +342,3 @@ func uniqueSorted(in []string) []string {
 	}
 	return out
 }
-
-func sortedNames(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

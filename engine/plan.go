@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -142,7 +144,7 @@ func (p *Plan) connect(m *moduleInstance) hcl.Diagnostics {
 	}
 	// Values that no task reads are still evaluated (a module instance's dynamic
 	// variables) or printed (outputs): a cycle among them must be found here too.
-	for _, name := range sortedNames(m.dynamic) {
+	for _, name := range slices.Sorted(maps.Keys(m.dynamic)) {
 		_, d := p.scopeDeps(m, m.call.Inputs[name].Expr)
 		_, d2 := p.memoDeps(m, "var."+name, m.call.Inputs[name].Expr.Range(), func() ([]string, hcl.Diagnostics) {
 			return p.inputDeps(m, name)

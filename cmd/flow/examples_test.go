@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,10 +79,10 @@ func exampleStubs(t *testing.T, reg *tasks.Registry, typ *tasks.Type) string {
 	visit(f.Body.(*hclsyntax.Body))
 	var b strings.Builder
 	b.WriteString("variable \"unknown\" {}\n")
-	for _, l := range sorted(locals) {
+	for _, l := range slices.Sorted(maps.Keys(locals)) {
 		fmt.Fprintf(&b, "locals {\n  %s = var.unknown\n}\n", l)
 	}
-	for _, addr := range sorted(others) {
+	for _, addr := range slices.Sorted(maps.Keys(others)) {
 		typeName, taskName, _ := strings.Cut(addr, ".")
 		other, _ := reg.Lookup(typeName)
 		attrs, err := tasks.Attributes(other.New())
@@ -97,13 +98,4 @@ func exampleStubs(t *testing.T, reg *tasks.Registry, typ *tasks.Type) string {
 		b.WriteString("}\n")
 	}
 	return b.String()
-}
-
-func sorted(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -12,10 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	osexec "os/exec"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -151,10 +151,5 @@ func (c *Cmd) startError(err error) error {
 
 // envNames returns the names of env, sorted; only names are ever logged.
 func envNames(env map[string]string) []string {
-	names := make([]string, 0, len(env))
-	for n := range env {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(env))
 }
