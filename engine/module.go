@@ -62,7 +62,8 @@ func (m *moduleInstance) annotate(diags hcl.Diagnostics) hcl.Diagnostics {
 
 // instantiate creates the instance of call (declared in parent) for one for_each
 // element: its variables from the call's inputs, and its locals.
-func instantiate(parent *moduleInstance, call *config.ModuleCall, e config.Instance) (*moduleInstance, hcl.Diagnostics) {
+// Values that become sensitive in it are added to secrets, the scope that redacts.
+func instantiate(parent *moduleInstance, call *config.ModuleCall, e config.Instance, secrets *config.Scope) (*moduleInstance, hcl.Diagnostics) {
 	m := newModuleInstance(parent.addr(InstanceAddr(call.Addr(), e.Key)), call.Flow, nil)
 	m.call, m.key, m.value, m.parent = call, e.Key, e.Value, parent
 	var diags hcl.Diagnostics
@@ -91,6 +92,7 @@ func instantiate(parent *moduleInstance, call *config.ModuleCall, e config.Insta
 	m.markDynamicLocals()
 	scope, d := call.Flow.NewScope(vars)
 	m.scope = scope
+	addSecrets(secrets, vars) // a variable the module declares sensitive
 	return m, append(diags, m.annotate(d)...)
 }
 
@@ -268,6 +270,7 @@ func (p *Plan) context(m *moduleInstance, key, value cty.Value, lookup lookupFun
 		}
 	}
 	scope, d := m.flow.NewScope(vars)
+	addSecrets(p.Scope, vars)
 	return scope.EvalContext(key, value), append(diags, m.annotate(d)...)
 }
 
@@ -341,4 +344,13 @@ func uniqueSorted(in []string) []string {
 		}
 	}
 	return out
+}
+
+// addSecrets adds the text of every sensitive value of vars to what scope redacts.
+func addSecrets(scope *config.Scope, vars map[string]cty.Value) {
+	for _, v := range vars {
+		if v.ContainsMarked() {
+			scope.AddSecrets(v)
+		}
+	}
 }

@@ -227,3 +227,46 @@ output "all" {
 		t.Errorf("output all = %#v", got)
 	}
 }
+
+// TestModuleSensitiveVariable: a value the caller passes as plain text becomes a secret
+// where the module declares its variable sensitive, and is redacted from what the run
+// prints, also when it comes from a task's output (a dynamic input).
+func TestModuleSensitiveVariable(t *testing.T) {
+	h := newHarness(t)
+	writeModule(t, h, "modules/secret", `
+variable "token" {
+  type      = string
+  sensitive = true
+}
+
+variable "other" {
+  type      = string
+  sensitive = true
+}
+
+task "test_echo" "use" {
+  value = "token ${var.token} other ${var.other}"
+}
+`)
+	o := h.run(context.Background(), h.plan(`
+task "test_echo" "issue" {
+  value = "dynamic-secret-text"
+}
+
+module "secret" {
+  source = "./modules/secret"
+  token  = "static-secret-text"
+  other  = test_echo.issue.value
+}
+`), engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("status %s\n%s", o.res.Status, statuses(o.res.Records))
+	}
+	line := `[module.secret.test_echo.use] token (sensitive) other (sensitive)`
+	if !strings.Contains(o.out, line) || strings.Contains(o.out, "static-secret-text") {
+		t.Errorf("output does not redact the module's sensitive variables:\n%s", o.out)
+	}
+	if rec := o.byAddr()["module.secret.test_echo.use"]; rec == nil || !rec.Redacted {
+		t.Errorf("record %+v: want its outputs kept out of the state", rec)
+	}
+}

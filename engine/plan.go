@@ -111,7 +111,7 @@ func (p *Plan) expand(m *moduleInstance) hcl.Diagnostics {
 			m.unexpanded[call.Addr()] = true
 		}
 		for _, e := range elems {
-			child, d := instantiate(m, call, e)
+			child, d := instantiate(m, call, e, p.Scope)
 			diags = append(diags, d...)
 			m.calls[call.Name] = append(m.calls[call.Name], child)
 			diags = append(diags, p.expand(child)...)

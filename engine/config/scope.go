@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/flowdev/flow/tasks"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +38,13 @@ func (s *Scope) AddSecrets(v cty.Value) {
 	s.secretsMu.Lock()
 	defer s.secretsMu.Unlock()
 	s.Secrets = appendSecrets(s.Secrets, v)
-	sort.Slice(s.Secrets, func(i, j int) bool { return len(s.Secrets[i]) > len(s.Secrets[j]) })
+	sort.Slice(s.Secrets, func(i, j int) bool {
+		if len(s.Secrets[i]) != len(s.Secrets[j]) {
+			return len(s.Secrets[i]) > len(s.Secrets[j])
+		}
+		return s.Secrets[i] < s.Secrets[j]
+	})
+	s.Secrets = slices.Compact(s.Secrets) // a module's variable is added once per task that reads it
 }
 
 // NewScope evaluates the locals (in dependency order) over the assigned variables.
