@@ -258,12 +258,25 @@ module "secret" {
   token  = "static-secret-text"
   other  = test_echo.issue.value
 }
+
+module "static" {
+  source = "./modules/secret"
+  token  = "static-secret-text"
+  other  = "another-static-text"
+}
 `), engine.Options{})
 	if o.res.Status != state.Succeeded {
 		t.Fatalf("status %s\n%s", o.res.Status, statuses(o.res.Records))
 	}
-	line := `[module.secret.test_echo.use] token (sensitive) other (sensitive)`
-	if !strings.Contains(o.out, line) || strings.Contains(o.out, "static-secret-text") {
+	for _, line := range []string{
+		`[module.secret.test_echo.use] token (sensitive) other (sensitive)`,
+		`[module.static.test_echo.use] token (sensitive) other (sensitive)`,
+	} {
+		if !strings.Contains(o.out, line) {
+			t.Errorf("output lacks %q", line)
+		}
+	}
+	if strings.Contains(o.out, "static-secret-text") || strings.Contains(o.out, "another-static-text") {
 		t.Errorf("output does not redact the module's sensitive variables:\n%s", o.out)
 	}
 	if rec := o.byAddr()["module.secret.test_echo.use"]; rec == nil || !rec.Redacted {
