@@ -9,6 +9,6 @@ variable "count" {
 }
 
 task "exec" "each" {
-  for_each = var.names # ERROR: Invalid for_each # ERROR: reads a module input that reads a task
+  for_each = var.names # ERROR: Invalid for_each # ERROR: reads a module input that reads a task # ERROR: (in module.dynamic, called at testdata/invalid/module_values.hcl:14
   command  = ["echo", each.key]
 }
