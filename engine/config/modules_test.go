@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/flowdev/flow/engine/config"
@@ -33,5 +35,37 @@ func TestModuleEdges(t *testing.T) {
 	wantDeps(t, got, want)
 	if inst := plan.Instances[`module.member["m1"].exec.launch`]; inst.Module() != `module.member["m1"]` {
 		t.Errorf("Module() = %q", inst.Module())
+	}
+}
+
+// TestHashCoversModules: a module's files are part of the flow, so changing one
+// changes the flow's hash (a resume then says the flow changed).
+func TestHashCoversModules(t *testing.T) {
+	dir := t.TempDir()
+	flow, module := filepath.Join(dir, "f.hcl"), filepath.Join(dir, "m", "main.hcl")
+	if err := os.MkdirAll(filepath.Dir(module), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(flow, `module "m" { source = "./m" }`); err != nil {
+		t.Fatal(err)
+	}
+	hash := func(moduleSrc string) string {
+		t.Helper()
+		if err := writeFile(module, moduleSrc); err != nil {
+			t.Fatal(err)
+		}
+		f, diags := config.Load(flow, testRegistry(t))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		if _, ok := f.Files[module]; !ok {
+			t.Errorf("Files lacks %s, for diagnostics' source snippets", module)
+		}
+		return f.Hash
+	}
+	h1 := hash(`task "exec" "a" { command = ["true"] }`)
+	h2 := hash(`task "exec" "a" { command = ["false"] }`)
+	if h1 == h2 {
+		t.Errorf("hash %s did not change with the module's file", h1)
 	}
 }
