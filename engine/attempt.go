@@ -47,7 +47,7 @@ type attemptResult struct {
 // attempt evaluates inst against its finished dependencies and, unless its previous
 // success still holds, runs it once. It never panics: a panic in a task becomes the
 // attempt's error.
-func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *hcl.EvalContext) (res *attemptResult) {
+func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
 	res = &attemptResult{inst: inst, attempt: n, began: time.Now()}
 	defer func() {
 		if p := recover(); p != nil {
@@ -57,6 +57,7 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 		res.finished = time.Now()
 	}()
 	ev, diags := c.plan.evaluate(inst, ectx, true)
+	diags = append(ediags, diags...)
 	if diags.HasErrors() {
 		res.kind, res.err = outcomeFailed, errors.New(diagText(diags))
 		return res

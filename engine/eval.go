@@ -30,32 +30,53 @@ type evaluated struct {
 type lookupFunc func(addr string) cty.Value
 
 // evalContext builds inst's context: var, local, path, each, and the value of every
-// instance its references read.
-func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) *hcl.EvalContext {
-	ctx := p.Scope.EvalContext(inst.Key, inst.Value)
-	p.addTaskValues(ctx, inst.Task.Refs, func(i int) []string { return inst.refDeps[i] }, lookup)
-	return ctx
+// instance and module output its references read.
+func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) (*hcl.EvalContext, hcl.Diagnostics) {
+	ctx, diags := p.context(inst.mod, inst.Key, inst.Value, lookup)
+	p.addRefValues(ctx, inst.mod, inst.Task.Refs, inst.reads, lookup)
+	return ctx, diags
 }
 
-// addTaskValues adds to ctx, for each reference, the values of the instances reads(i)
-// lists for reference i, shaped as TYPE.NAME or TYPE.NAME[KEY]. It reports false when
-// lookup has no value for one of them.
-func (p *Plan) addTaskValues(ctx *hcl.EvalContext, refs []config.Ref, reads func(i int) []string, lookup lookupFunc) bool {
+// addRefValues adds to ctx, for each reference refs[i] made in m, the values of what
+// reads[i] lists: task instances shaped as TYPE.NAME or TYPE.NAME[KEY], module
+// instances as module.NAME or module.NAME[KEY], objects of their outputs. It reports
+// false when lookup has no value for an instance read.
+func (p *Plan) addRefValues(ctx *hcl.EvalContext, m *moduleInstance, refs []config.Ref, reads []resolved, lookup lookupFunc) bool {
 	byType := map[string]map[string]cty.Value{}
-	keyed := map[string]map[string]cty.Value{} // task addr -> key -> value
+	keyed := map[string]map[string]cty.Value{}              // task addr -> key -> value
+	outputs := map[string]map[string]map[string]cty.Value{} // call -> key -> output -> value
 	for i, r := range refs {
-		target, _ := p.Flow.Task(r.Addr) // Load checked that it exists
 		if byType[r.Type] == nil {
 			byType[r.Type] = map[string]cty.Value{}
 		}
-		if p.unexpanded[r.Addr] {
+		if m.unexpanded[r.Addr] {
 			byType[r.Type][r.Name] = cty.DynamicVal
 			continue
 		}
+		if r.IsModule() {
+			if outputs[r.Name] == nil {
+				outputs[r.Name] = map[string]map[string]cty.Value{}
+			}
+			for _, c := range reads[i].mods {
+				vals, ok := p.moduleValue(c, r.Attr, lookup)
+				if !ok {
+					return false
+				}
+				k := keyString(c.key)
+				if outputs[r.Name][k] == nil {
+					outputs[r.Name][k] = map[string]cty.Value{}
+				}
+				for name, v := range vals {
+					outputs[r.Name][k][name] = v
+				}
+			}
+			continue
+		}
+		target, _ := m.flow.Task(r.Addr) // Load checked that it exists
 		if keyed[r.Addr] == nil {
 			keyed[r.Addr] = map[string]cty.Value{}
 		}
-		for _, a := range reads(i) {
+		for _, a := range reads[i].insts {
 			v := lookup(a)
 			if v == cty.NilVal {
 				return false
@@ -70,10 +91,29 @@ func (p *Plan) addTaskValues(ctx *hcl.EvalContext, refs []config.Ref, reads func
 			byType[r.Type][r.Name] = cty.ObjectVal(keyed[r.Addr])
 		}
 	}
+	for name, byKey := range outputs {
+		call, _ := m.flow.Module(name)
+		if call.ForEach == nil {
+			byType[config.ModuleRoot][name] = cty.ObjectVal(byKey[""])
+			continue
+		}
+		insts := make(map[string]cty.Value, len(byKey))
+		for k, vals := range byKey {
+			insts[k] = cty.ObjectVal(vals)
+		}
+		byType[config.ModuleRoot][name] = cty.ObjectVal(insts)
+	}
 	for typ, names := range byType {
 		ctx.Variables[typ] = cty.ObjectVal(names)
 	}
 	return true
+}
+
+func keyString(key cty.Value) string {
+	if key == cty.NilVal {
+		return ""
+	}
+	return key.AsString()
 }
 
 // objectType is the type of an instance's value: its attributes and outputs, an
@@ -150,13 +190,14 @@ func (p *Plan) evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*eva
 		err = ev.task.Validate()
 	}
 	if err != nil {
-		diags = append(diags, p.taskError(t, err))
+		diags = append(diags, p.taskError(inst, err))
 	}
 	return ev, diags
 }
 
 // taskError puts a decode or Validate error on the narrowest range it names.
-func (p *Plan) taskError(t *config.Task, err error) *hcl.Diagnostic {
+func (p *Plan) taskError(inst *Instance, err error) *hcl.Diagnostic {
+	t := inst.Task
 	rng := t.DeclRange
 	var ae *tasks.AttrError
 	if errors.As(err, &ae) {
@@ -165,7 +206,7 @@ func (p *Plan) taskError(t *config.Task, err error) *hcl.Diagnostic {
 		}
 	}
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + t.Type + " task",
-		Detail: fmt.Sprintf("%s: %s.", t.Addr, err), Subject: rng.Ptr()}
+		Detail: fmt.Sprintf("%s: %s.", inst.mod.addr(t.Addr), err), Subject: rng.Ptr()}
 }
 
 // evalSettings evaluates timeout and retry for one instance.
@@ -210,9 +251,9 @@ func evalDuration(e hcl.Expression, ctx *hcl.EvalContext, what string, out *time
 	s, err := convert.Convert(v, cty.String)
 	var d time.Duration
 	if err == nil && !s.IsNull() {
-		d, err = time.ParseDuration(s.AsString())
+		d, err = tasks.Duration(s.AsString()).Positive(what, 0)
 	}
-	if err != nil || s.IsNull() || d <= 0 {
+	if err != nil || s.IsNull() {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + what,
 			Detail: what + ` must be a positive duration such as "90s" or "5m".`, Subject: e.Range().Ptr()})
 	}
@@ -244,26 +285,29 @@ func fingerprint(t *config.Task, inputs map[string]cty.Value) (string, map[strin
 // Validate errors on known values surface before the run. Repeats across instances
 // of one task are reported once.
 func (p *Plan) typeCheck() hcl.Diagnostics {
-	unknown := map[string]cty.Value{}
-	for _, t := range p.Flow.Tasks {
-		if t.Kind != nil {
-			unknown[t.Addr] = cty.UnknownVal(objectType(t))
-		}
-	}
+	unknown := map[*config.Task]cty.Value{}
 	lookup := func(addr string) cty.Value {
-		inst := p.Instances[addr]
-		return unknown[inst.Task.Addr]
+		t := p.Instances[addr].Task
+		if t.Kind == nil {
+			return cty.DynamicVal
+		}
+		if v, ok := unknown[t]; ok {
+			return v
+		}
+		unknown[t] = cty.UnknownVal(objectType(t))
+		return unknown[t]
 	}
 	var diags hcl.Diagnostics
 	seen := map[string]bool{}
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
-		_, d := p.evaluate(inst, p.evalContext(inst, lookup), true)
-		for _, diag := range d {
+		ctx, d := p.evalContext(inst, lookup)
+		_, d2 := p.evaluate(inst, ctx, true)
+		for _, diag := range append(d, d2...) {
 			k := fmt.Sprintf("%v|%s|%s", diag.Subject, diag.Summary, diag.Detail)
 			if !seen[k] {
 				seen[k] = true
-				diags = append(diags, diag)
+				diags = append(diags, inst.mod.annotate(hcl.Diagnostics{diag})...)
 			}
 		}
 	}

@@ -124,8 +124,8 @@ func (c *coordinator) recordPending() {
 func (c *coordinator) start(inst *Instance, attempt int) {
 	c.running++
 	c.started[inst.Addr] = time.Now()
-	ectx := c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
-	go func() { c.events <- c.attempt(c.tasksCtx, inst, attempt, ectx) }()
+	ectx, diags := c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+	go func() { c.events <- c.attempt(c.tasksCtx, inst, attempt, ectx, diags) }()
 }
 
 func (c *coordinator) handle(ev any) {

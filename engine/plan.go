@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -12,17 +14,29 @@ import (
 	"github.com/flowdev/flow/engine/dag"
 )
 
-// Instance is one task instance: a task block, or one for_each element of it.
+// Instance is one task instance: a task block, or one for_each element of it, in the
+// root flow or in one instance of a module call.
 type Instance struct {
-	Addr  string // TYPE.NAME or TYPE.NAME["KEY"]
+	Addr  string // TYPE.NAME or TYPE.NAME["KEY"], under module.NAME["KEY"]. inside a module
 	Task  *config.Task
 	Key   cty.Value // each.key, or NilVal without for_each
 	Value cty.Value // each.value, or NilVal
 	// Deps are the instances this one waits for, sorted.
 	Deps []string
-	// deps per reference: refDeps[i] lists the instances Task.Refs[i] reads.
-	refDeps [][]string
-	order   int // index in Plan.Order
+	// reads[i] is what Task.Refs[i] reads, seen from this instance.
+	reads []resolved
+	mod   *moduleInstance
+	order int // index in Plan.Order
+}
+
+// Module returns the address of the module instance the instance belongs to, "" in
+// the root flow.
+func (i *Instance) Module() string { return i.mod.path }
+
+// resolved is what one reference reads from one point of view.
+type resolved struct {
+	insts []string          // the task instances it waits for
+	mods  []*moduleInstance // for a module reference: the module instances it reads
 }
 
 // Plan is a flow expanded into instances with their dependency graph, checked
@@ -34,10 +48,7 @@ type Plan struct {
 	Order     []string
 	Instances map[string]*Instance
 	Graph     *dag.Graph[string]
-	// byTask lists each task's instances in key order.
-	byTask map[string][]*Instance
-	// unexpanded holds tasks whose for_each has no value yet (validate without values).
-	unexpanded map[string]bool
+	root      *moduleInstance
 }
 
 // InstanceAddr renders the address of one instance of a task.
@@ -48,17 +59,18 @@ func InstanceAddr(taskAddr string, key cty.Value) string {
 	return fmt.Sprintf("%s[%q]", taskAddr, key.AsString())
 }
 
-// NewPlan expands every task's for_each, resolves each reference to the instances it
-// reads, builds the graph, rejects cycles, and type-checks each instance as far as
-// values are known before the run. Steps: expand, connect, check cycles, check types.
+// NewPlan expands every task's and module call's for_each, resolves each reference to
+// the instances it reads, builds the graph, rejects cycles, and type-checks each
+// instance as far as values are known before the run. Steps: expand, connect, check
+// cycles, check types.
 func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Flow: flow, Scope: scope, Instances: map[string]*Instance{},
-		Graph: dag.New[string](), byTask: map[string][]*Instance{}, unexpanded: map[string]bool{}}
-	diags := p.expand()
+		Graph: dag.New[string](), root: newModuleInstance("", flow, scope)}
+	diags := p.expand(p.root)
 	if diags.HasErrors() {
 		return p, diags
 	}
-	diags = append(diags, p.connect()...)
+	diags = append(diags, p.connect(p.root)...)
 	if diags.HasErrors() {
 		return p, diags
 	}
@@ -73,80 +85,183 @@ func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 	return p, append(diags, p.typeCheck()...)
 }
 
-func (p *Plan) expand() hcl.Diagnostics {
+// expand creates m's task instances, then its module calls' instances and theirs.
+func (p *Plan) expand(m *moduleInstance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for _, t := range p.Flow.Tasks {
-		elems, d := p.Scope.Expand(t)
+	for _, t := range m.flow.Tasks {
+		elems, d := p.expandForEach(m, t.ForEach)
 		diags = append(diags, d...)
 		if t.ForEach != nil && elems == nil && !d.HasErrors() {
-			p.unexpanded[t.Addr] = true
+			m.unexpanded[t.Addr] = true
 		}
 		for _, e := range elems {
-			inst := &Instance{Addr: InstanceAddr(t.Addr, e.Key), Task: t, Key: e.Key, Value: e.Value}
+			inst := &Instance{Addr: m.addr(InstanceAddr(t.Addr, e.Key)), Task: t, Key: e.Key, Value: e.Value, mod: m}
 			p.Instances[inst.Addr] = inst
-			p.byTask[t.Addr] = append(p.byTask[t.Addr], inst)
+			m.tasks[t.Addr] = append(m.tasks[t.Addr], inst)
 			p.Graph.Add(inst.Addr)
 		}
 	}
+	for _, call := range m.flow.Modules {
+		if call.Flow == nil {
+			continue
+		}
+		elems, d := p.expandForEach(m, call.ForEach)
+		diags = append(diags, d...)
+		if call.ForEach != nil && elems == nil && !d.HasErrors() {
+			m.unexpanded[call.Addr()] = true
+		}
+		for _, e := range elems {
+			child, d := instantiate(m, call, e, p.Scope)
+			diags = append(diags, d...)
+			m.calls[call.Name] = append(m.calls[call.Name], child)
+			diags = append(diags, p.expand(child)...)
+		}
+	}
 	return diags
+}
+
+// expandForEach evaluates a for_each in m, which must not read a value that is
+// known only once tasks run.
+func (p *Plan) expandForEach(m *moduleInstance, forEach hcl.Expression) ([]config.Instance, hcl.Diagnostics) {
+	if m.readsDynamic(forEach) {
+		return nil, m.annotate(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid for_each",
+			Detail:  "for_each must be known before the run starts, but it reads a module input that reads a task or module output.",
+			Subject: forEach.Range().Ptr()}})
+	}
+	elems, d := m.scope.ExpandForEach(forEach)
+	return elems, m.annotate(d)
 }
 
 // connect resolves references per instance: TYPE.NAME[each.key] evaluates each.key
-// for this instance, so member1's chain never waits on member2's.
-func (p *Plan) connect() hcl.Diagnostics {
+// for this instance, so member1's chain never waits on member2's; a module output
+// waits only for the instances that output reads.
+func (p *Plan) connect(m *moduleInstance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for _, t := range p.Flow.Tasks {
-		for _, inst := range p.byTask[t.Addr] {
-			deps := map[string]bool{}
-			inst.refDeps = make([][]string, len(t.Refs))
-			for i, r := range t.Refs {
-				targets, d := p.resolve(inst, r)
-				diags = append(diags, d...)
-				inst.refDeps[i] = targets
-				for _, a := range targets {
-					deps[a] = true
-				}
-			}
-			for _, r := range t.DependsOn {
-				targets, d := p.resolve(inst, r)
-				diags = append(diags, d...)
-				for _, a := range targets {
-					deps[a] = true
-				}
-			}
-			for a := range deps {
-				inst.Deps = append(inst.Deps, a)
-				p.Graph.Connect(inst.Addr, a)
-			}
-			sort.Strings(inst.Deps)
+	for _, t := range m.flow.Tasks {
+		for _, inst := range m.tasks[t.Addr] {
+			diags = append(diags, m.annotate(p.connectInstance(inst))...)
 		}
+	}
+	// Values that no task reads are still evaluated (a module instance's dynamic
+	// variables) or printed (outputs): a cycle among them must be found here too.
+	for _, name := range slices.Sorted(maps.Keys(m.dynamic)) {
+		_, d := p.scopeDeps(m, m.call.Inputs[name].Expr)
+		_, d2 := p.memoDeps(m, "var."+name, m.call.Inputs[name].Expr.Range(), func() ([]string, hcl.Diagnostics) {
+			return p.inputDeps(m, name)
+		})
+		diags = append(diags, m.annotate(append(d, d2...))...)
+	}
+	for _, o := range m.flow.Outputs {
+		_, d := p.outputDeps(m, o.Name)
+		diags = append(diags, m.annotate(d)...)
+	}
+	for _, child := range m.children() {
+		child.after = append([]string{}, m.after...)
+		for _, r := range child.call.DependsOn {
+			res, d := p.resolve(m, child.key, child.value, child.path, r, true)
+			diags = append(diags, m.annotate(d)...)
+			child.after = append(child.after, res.insts...)
+		}
+		diags = append(diags, p.connect(child)...)
 	}
 	return diags
 }
 
-// resolve returns the instances a reference reads from the point of view of inst.
-func (p *Plan) resolve(inst *Instance, r config.Ref) ([]string, hcl.Diagnostics) {
-	targets := p.byTask[r.Addr]
-	key := r.Key
+func (p *Plan) connectInstance(inst *Instance) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	t, m := inst.Task, inst.mod
+	var deps []string
+	deps = append(deps, m.after...)
+	inst.reads = make([]resolved, len(t.Refs))
+	for i, r := range t.Refs {
+		res, d := p.resolve(m, inst.Key, inst.Value, inst.Addr, r, false)
+		diags = append(diags, d...)
+		inst.reads[i] = res
+		deps = append(deps, res.insts...)
+	}
+	for _, r := range t.DependsOn {
+		res, d := p.resolve(m, inst.Key, inst.Value, inst.Addr, r, true)
+		diags = append(diags, d...)
+		deps = append(deps, res.insts...)
+	}
+	if len(m.dynamic) > 0 { // variables that read tasks: wait for what they read
+		for _, e := range t.Exprs() {
+			d, dd := p.scopeDeps(m, e)
+			deps, diags = append(deps, d...), append(diags, dd...)
+		}
+	}
+	inst.Deps = uniqueSorted(deps)
+	for _, a := range inst.Deps {
+		p.Graph.Connect(inst.Addr, a)
+	}
+	return diags
+}
+
+// resolve returns what reference r reads when seen from module instance m with each
+// set to key and value, on behalf of from (an address, for messages). A reference to
+// a module output waits for the instances the output reads; with whole set (for
+// depends_on), a reference to a module waits for every task in it.
+func (p *Plan) resolve(m *moduleInstance, key, value cty.Value, from string, r config.Ref, whole bool) (resolved, hcl.Diagnostics) {
+	want := r.Key
 	if r.KeyExpr != nil && staticOnly(r.KeyExpr) {
-		v, d := r.KeyExpr.Value(p.Scope.EvalContext(inst.Key, inst.Value))
+		v, d := r.KeyExpr.Value(m.scope.EvalContext(key, value))
 		if d.HasErrors() {
-			return nil, d
+			return resolved{}, d
 		}
 		if s, err := convert.Convert(v, cty.String); err == nil && s.IsKnown() && !s.IsNull() {
-			key = s
+			want = s
 		}
 	}
-	if key == cty.NilVal || len(targets) == 0 || targets[0].Key == cty.NilVal {
-		return addrs(targets), nil
+	if r.IsModule() {
+		return p.resolveModule(m, from, r, want, whole)
 	}
-	want := InstanceAddr(r.Addr, key)
-	if _, ok := p.Instances[want]; !ok {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such instance",
-			Detail:  fmt.Sprintf("%s has no instance %q (seen from %s); its keys are %s.", r.Addr, key.AsString(), inst.Addr, keyList(targets)),
+	targets := m.tasks[r.Addr]
+	if want == cty.NilVal || len(targets) == 0 || targets[0].Key == cty.NilVal {
+		return resolved{insts: addrs(targets)}, nil
+	}
+	addr := m.addr(InstanceAddr(r.Addr, want))
+	if _, ok := p.Instances[addr]; !ok {
+		return resolved{}, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such instance",
+			Detail:  fmt.Sprintf("%s has no instance %q (seen from %s); its keys are %s.", m.addr(r.Addr), want.AsString(), from, keyList(targets)),
 			Subject: r.Range.Ptr()}}
 	}
-	return []string{want}, nil
+	return resolved{insts: []string{addr}}, nil
+}
+
+func (p *Plan) resolveModule(m *moduleInstance, from string, r config.Ref, want cty.Value, whole bool) (resolved, hcl.Diagnostics) {
+	var res resolved
+	children := m.calls[r.Name]
+	for _, c := range children {
+		if want == cty.NilVal || c.key == cty.NilVal || c.key.AsString() == want.AsString() {
+			res.mods = append(res.mods, c)
+		}
+	}
+	if want != cty.NilVal && len(children) > 0 && children[0].key != cty.NilVal && len(res.mods) == 0 {
+		keys := make([]string, len(children))
+		for i, c := range children {
+			keys[i] = fmt.Sprintf("%q", c.key.AsString())
+		}
+		return res, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such instance",
+			Detail: fmt.Sprintf("%s has no instance %q (seen from %s); its keys are %s.",
+				m.addr(r.Addr), want.AsString(), from, strings.Join(keys, ", ")),
+			Subject: r.Range.Ptr()}}
+	}
+	var diags hcl.Diagnostics
+	for _, c := range res.mods {
+		switch {
+		case whole:
+			res.insts = append(res.insts, c.allTasks()...)
+		case r.Attr != "":
+			d, dd := p.outputDeps(c, r.Attr)
+			res.insts, diags = append(res.insts, d...), append(diags, dd...)
+		default:
+			for _, o := range c.flow.Outputs {
+				d, dd := p.outputDeps(c, o.Name)
+				res.insts, diags = append(res.insts, d...), append(diags, dd...)
+			}
+		}
+	}
+	return res, diags
 }
 
 // staticOnly reports whether expr uses only values known before the run.
@@ -203,5 +318,5 @@ func (p *Plan) cycleDiagnostics(err error) hcl.Diagnostics {
 // Dependents returns the instances that wait for addr.
 func (p *Plan) Dependents(addr string) []string { return p.Graph.Dependents(addr) }
 
-// TaskInstances returns the instances of task TYPE.NAME in key order.
-func (p *Plan) TaskInstances(taskAddr string) []*Instance { return p.byTask[taskAddr] }
+// TaskInstances returns the instances of task TYPE.NAME of the root flow in key order.
+func (p *Plan) TaskInstances(taskAddr string) []*Instance { return p.root.tasks[taskAddr] }

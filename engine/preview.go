@@ -58,8 +58,9 @@ func (p *Plan) Preview(previous map[string]*state.Instance) []Decision {
 }
 
 func (p *Plan) previewRestore(inst *Instance, prev *state.Instance, values map[string]cty.Value) (Action, string) {
-	ctx := p.evalContext(inst, func(addr string) cty.Value { return values[addr] })
-	ev, diags := p.evaluate(inst, ctx, false)
+	ctx, diags := p.evalContext(inst, func(addr string) cty.Value { return values[addr] })
+	ev, d := p.evaluate(inst, ctx, false)
+	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return ActionRun, "inputs cannot be evaluated: " + diagText(diags)
 	}

@@ -135,15 +135,13 @@ task "wait_ready" "scheduled" {
   depends_on   = [k8s_apply.workload]
 }
 
-task "wait_ready" "before" {
-  for_each     = local.members
-  kind         = "deployment"
-  kubeconfig   = "${var.config_dir}/${each.key}.config"
-  namespace    = var.namespace
-  name         = var.name
-  interval     = "2s"
-  wait_timeout = "5m"
-  depends_on   = [wait_ready.scheduled]
+module "before" {
+  source     = "./modules/deployment-ready"
+  members    = local.members
+  name       = var.name
+  namespace  = var.namespace
+  config_dir = var.config_dir
+  depends_on = [wait_ready.scheduled]
 }
 
 # --- drain one member, wait for its replicas to move ------------------------------------------
@@ -151,7 +149,7 @@ task "wait_ready" "before" {
 task "exec" "drain" {
   command    = ["sh", "${local.scripts}/drill-cluster.sh", "drain", local.drained, local.karmada_kubeconfig, var.taint_key]
   env        = local.script_env
-  depends_on = [wait_ready.before]
+  depends_on = [module.before]
 }
 
 # Not a wait_ready: the binding's Scheduled condition stays True while its list of clusters
@@ -163,15 +161,13 @@ task "exec" "moved_off" {
   depends_on = [exec.drain]
 }
 
-task "wait_ready" "during" {
-  for_each     = local.remaining
-  kind         = "deployment"
-  kubeconfig   = "${var.config_dir}/${each.key}.config"
-  namespace    = var.namespace
-  name         = var.name
-  interval     = "2s"
-  wait_timeout = "5m"
-  depends_on   = [exec.moved_off]
+module "during" {
+  source     = "./modules/deployment-ready"
+  members    = local.remaining
+  name       = var.name
+  namespace  = var.namespace
+  config_dir = var.config_dir
+  depends_on = [exec.moved_off]
 }
 
 # --- restore it, rebalance, wait until every member runs its share again ------------------
@@ -179,7 +175,7 @@ task "wait_ready" "during" {
 task "exec" "restore" {
   command    = ["sh", "${local.scripts}/drill-cluster.sh", "restore", local.drained, local.karmada_kubeconfig, var.taint_key]
   env        = local.script_env
-  depends_on = [wait_ready.during]
+  depends_on = [module.during]
 }
 
 task "wait_ready" "cluster_ready" {
@@ -209,15 +205,13 @@ task "exec" "moved_back" {
   depends_on = [k8s_apply.rebalance]
 }
 
-task "wait_ready" "after" {
-  for_each     = local.members
-  kind         = "deployment"
-  kubeconfig   = "${var.config_dir}/${each.key}.config"
-  namespace    = var.namespace
-  name         = var.name
-  interval     = "2s"
-  wait_timeout = "5m"
-  depends_on   = [exec.moved_back]
+module "after" {
+  source     = "./modules/deployment-ready"
+  members    = local.members
+  name       = var.name
+  namespace  = var.namespace
+  config_dir = var.config_dir
+  depends_on = [exec.moved_back]
 }
 
 output "moved_off" {

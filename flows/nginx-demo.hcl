@@ -66,15 +66,13 @@ task "k8s_apply" "nginx" {
 
 # Ready = the member's own Deployment controller reports every replica available: Karmada
 # created it there and the member's kubelet runs the pods.
-task "wait_ready" "nginx" {
-  for_each     = var.members
-  kind         = "deployment"
-  kubeconfig   = "${var.config_dir}/${each.key}.config"
-  namespace    = var.namespace
-  name         = var.name
-  interval     = "2s"
-  wait_timeout = "5m"
-  depends_on   = [k8s_apply.nginx]
+module "nginx" {
+  source     = "./modules/deployment-ready"
+  members    = var.members
+  name       = var.name
+  namespace  = var.namespace
+  config_dir = var.config_dir
+  depends_on = [k8s_apply.nginx]
 }
 
 output "applied" {
@@ -82,5 +80,5 @@ output "applied" {
 }
 
 output "ready_in" {
-  value = sort(keys(wait_ready.nginx))
+  value = module.nginx.members
 }

@@ -1,5 +1,5 @@
-# pull-mode.hcl — the seed's Pull-mode member: one more MicroK8s-in-LXD member, made like
-# flows/lab.hcl's, that is never joined in push mode. Instead `karmadactl register` installs
+# pull-mode.hcl — the seed's Pull-mode member: one more MicroK8s-in-LXD member, made by
+# flows/modules/microk8s-member like flows/lab.hcl's, that is never joined in push mode. Instead `karmadactl register` installs
 # karmada-agent in it: the agent creates the member's Cluster object and pulls its work from
 # Karmada, so Karmada never needs to reach the member's API server. Needs flows/lab.hcl to
 # have run (the microk8s profile, the Karmada control plane, karmadactl).
@@ -75,81 +75,18 @@ variable "config_dir" {
 
 locals {
   karmada_kubeconfig = "${var.karmada_data}/karmada-apiserver.config"
-  member_api_port    = 16443
 }
 
-# --- the member, as in flows/lab.hcl -------------------------------------------------------
+# --- the member, made by the module flows/lab.hcl's members share ---------------------------
 
-task "lxd_launch" "member" {
-  name         = var.member
-  image        = var.ubuntu_image
-  profiles     = ["default", var.lxd_profile]
-  wait_for     = ["cloud-init", "status", "--wait"]
-  wait_timeout = "10m"
-  timeout      = "20m"
-  retry {
-    attempts = 2
-    delay    = "30s"
-  }
-}
-
-task "lxd_exec" "microk8s_install" {
-  instance = lxd_launch.member.name
-  script   = "snap list microk8s >/dev/null 2>&1 && echo 'microk8s already present' || snap install microk8s --classic --channel=${var.microk8s_channel}"
-  timeout  = "15m"
-  retry {
-    attempts  = 4
-    delay     = "15s"
-    max_delay = "2m"
-  }
-}
-
-task "lxd_exec" "microk8s_ready" {
-  instance   = lxd_launch.member.name
-  script     = <<-EOT
-    export PATH="$PATH:/snap/bin"
-    microk8s status --wait-ready --timeout 600
-    microk8s enable dns hostpath-storage
-  EOT
-  timeout    = "20m"
-  depends_on = [lxd_exec.microk8s_install]
-  retry {
-    attempts = 2
-    delay    = "30s"
-  }
-}
-
-task "proxy_device" "api" {
-  instance   = lxd_launch.member.name
-  name       = "k8s-api"
-  listen     = "tcp:127.0.0.1:${var.host_port}"
-  connect    = "tcp:127.0.0.1:${local.member_api_port}"
-  depends_on = [lxd_exec.microk8s_ready]
-}
-
-task "lxd_exec" "microk8s_config" {
-  instance         = lxd_launch.member.name
-  command          = ["/snap/bin/microk8s", "config"]
-  sensitive_stdout = true
-  depends_on       = [lxd_exec.microk8s_ready]
-}
-
-# Only flow and karmadactl on the host use this file; the agent talks to its own cluster
-# from inside it.
-task "kubeconfig" "member" {
-  content      = lxd_exec.microk8s_config.stdout
-  server       = "https://${proxy_device.api.address}"
-  cluster_name = var.member
-  context_name = var.member
-  user_name    = var.member
-  path         = "${var.config_dir}/${var.member}.config"
-}
-
-task "wait_ready" "nodes" {
-  kind         = "nodes"
-  kubeconfig   = kubeconfig.member.path
-  interval     = "2s"
-  wait_timeout = "10m"
+module "member" {
+  source           = "./modules/microk8s-member"
+  name             = var.member
+  host_port        = var.host_port
+  image            = var.ubuntu_image
+  profiles         = ["default", var.lxd_profile]
+  microk8s_channel = var.microk8s_channel
+  config_dir       = var.config_dir
 }
 
 # --- register it in pull mode ----------------------------------------------------------------
@@ -172,10 +109,9 @@ task "karmadactl_register" "member" {
   token               = karmadactl_token.register.token
   ca_cert_hash        = karmadactl_token.register.ca_cert_hash
   cluster_name        = var.member
-  kubeconfig          = kubeconfig.member.path
+  kubeconfig          = module.member.kubeconfig # once the member's node is Ready
   karmada_agent_image = var.agent_image
   timeout             = "10m"
-  depends_on          = [wait_ready.nodes]
 }
 
 # Ready=True is set by the agent itself: the proof that the member reaches Karmada.
@@ -189,7 +125,7 @@ task "wait_ready" "cluster" {
 }
 
 output "kubeconfig" {
-  value = kubeconfig.member.path
+  value = module.member.kubeconfig
 }
 
 output "cluster" {

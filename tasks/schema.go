@@ -88,6 +88,7 @@ func TypeString(t cty.Type) string {
 
 // Decode assigns values, by attribute name, to t's hcl-tagged fields. Values must be
 // unmarked and already converted to the attribute's type; null leaves the field zero.
+// A Duration that does not parse is an *AttrError.
 func Decode(t Task, values map[string]cty.Value) error {
 	rv := reflect.ValueOf(t).Elem()
 	st := rv.Type()
@@ -99,6 +100,11 @@ func Decode(t Task, values map[string]cty.Value) error {
 		}
 		if err := gocty.FromCtyValue(val, rv.Field(i).Addr().Interface()); err != nil {
 			return &AttrError{Attr: name, Err: err}
+		}
+		if d, ok := rv.Field(i).Interface().(Duration); ok {
+			if _, err := d.Parse(); err != nil {
+				return &AttrError{Attr: name, Err: err}
+			}
 		}
 	}
 	return nil

@@ -1,10 +1,13 @@
 // Package tasks owns the contract between the engine and every task type: the Task
-// interface, the Env a task runs in, and the Registry that maps a type name to its
-// constructor and documentation.
+// interface, the Env a task runs in, the Registry that maps a type name to its
+// constructor and documentation, the attribute schema of a config struct (Attributes,
+// Decode, Duration) and the sensitive mark.
 //
-// It does not own decoding HCL into a task (the engine's config package does that with
-// gohcl against the struct a constructor returns), scheduling, retries, timeouts or
-// checkpoints (the engine does those). Task types live in subpackages, one per family.
+// It does not own evaluating HCL (the engine's config package does that), scheduling,
+// retries, timeouts or checkpoints (the engine does those), nor what task families
+// share to do their work: running a program (tasks/internal/command), capturing
+// output (tasks/internal/output) and wording progress (tasks/internal/progress).
+// Task types live in subpackages, one per family.
 package tasks
 
 import (
@@ -20,7 +23,7 @@ import (
 // Validate, then Run.
 //
 // Validate must be fast and offline: it checks the decoded attributes for consistency
-// (mutually exclusive attributes, parseable durations) and touches no network or disk.
+// (mutually exclusive attributes, positive durations) and touches no network or disk.
 // It may return an *AttrError to point the diagnostic at one attribute.
 //
 // Run performs the side effect and returns the outputs. It must return promptly once ctx

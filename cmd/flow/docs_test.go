@@ -1,42 +1,52 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskdoc"
 )
 
-// Every task type flow ships has a page under docs/tasks that names each of its
-// attributes and outputs, so the reference cannot silently fall behind the code.
-func TestEveryTaskTypeIsDocumented(t *testing.T) {
+var update = flag.Bool("update", false, "rewrite docs/tasks/*.md from the registry")
+
+// Every task type flow ships has a page under docs/tasks generated from the registry
+// (its summary, doc, attributes, outputs and example), followed by hand-written notes;
+// a page that differs from the registry fails, and -update rewrites it. A page without
+// a registered type fails too.
+func TestTaskPages(t *testing.T) {
 	reg, err := registry()
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := filepath.Join("..", "..", "docs", "tasks")
 	for _, name := range reg.Names() {
 		typ, _ := reg.Lookup(name)
-		page := filepath.Join("..", "..", "docs", "tasks", name+".md")
-		b, err := os.ReadFile(page)
-		if err != nil {
-			t.Errorf("task type %s has no reference page: %v", name, err)
-			continue
+		path := filepath.Join(dir, name+".md")
+		existing, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
 		}
-		attrs, err := tasks.Attributes(typ.New())
+		want, err := taskdoc.Page(typ, existing)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range attrs {
-			if !strings.Contains(string(b), "`"+a.Name+"`") {
-				t.Errorf("%s does not mention attribute `%s`", page, a.Name)
+		if *update {
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
 			}
+			continue
 		}
-		for _, o := range typ.Outputs {
-			if !strings.Contains(string(b), "`"+o.Name+"`") {
-				t.Errorf("%s does not mention output `%s`", page, o.Name)
-			}
+		if string(existing) != want {
+			t.Errorf("%s is not what the registry generates; run go test ./cmd/flow -run TestTaskPages -update", path)
+		}
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.md"))
+	for _, p := range pages {
+		if _, ok := reg.Lookup(strings.TrimSuffix(filepath.Base(p), ".md")); !ok {
+			t.Errorf("%s documents no registered task type", p)
 		}
 	}
 }

@@ -19,6 +19,9 @@ func (f *Flow) checkReferences(reg *tasks.Registry) hcl.Diagnostics {
 	for _, t := range f.Tasks {
 		diags = append(diags, f.checkTask(t, reg)...)
 	}
+	for _, m := range f.Modules {
+		diags = append(diags, f.checkModule(m, reg)...)
+	}
 	for _, o := range f.Outputs {
 		if o.Expr == nil {
 			continue
@@ -38,38 +41,35 @@ func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {
 		diags = append(diags, f.checkStatic(t.ForEach, "Task reference in for_each",
 			"for_each must be known before the run starts, so it may use variables and locals but not %s.")...)
 	}
-	exprs := make([]hcl.Expression, 0, len(t.Attributes)+4)
-	for _, a := range sortedAttributes(t.Attributes) {
-		exprs = append(exprs, a.Expr)
-	}
-	if t.Timeout != nil {
-		exprs = append(exprs, t.Timeout)
-	}
-	if t.Retry != nil {
-		for _, e := range []hcl.Expression{t.Retry.Attempts, t.Retry.Delay, t.Retry.MaxDelay} {
-			if e != nil {
-				exprs = append(exprs, e)
-			}
-		}
-	}
-	for _, e := range exprs {
+	for _, e := range t.Exprs() {
 		refs, d := f.scanChecked(e, hasEach)
 		diags = append(diags, d...)
 		t.Refs = append(t.Refs, refs...)
 	}
-	for _, e := range t.dependsOn {
+	refs, d := f.checkDependsOn(t.dependsOn, hasEach)
+	t.DependsOn = refs
+	diags = append(diags, d...)
+	diags = append(diags, f.checkRefs(t.Refs, reg)...)
+	diags = append(diags, f.checkRefs(t.DependsOn, reg)...)
+	return diags
+}
+
+// checkDependsOn reads depends_on entries: each names a task, a module call, or one
+// instance of either.
+func (f *Flow) checkDependsOn(exprs []hcl.Expression, hasEach bool) ([]Ref, hcl.Diagnostics) {
+	var out []Ref
+	var diags hcl.Diagnostics
+	for _, e := range exprs {
 		refs, d := f.scanChecked(e, hasEach)
 		diags = append(diags, d...)
 		if len(refs) != 1 || refs[0].Attr != "" || refs[0].Range != e.Range() {
 			diags = append(diags, errorf(e.Range(), "Invalid depends_on entry",
-				"Each depends_on entry names a task or one instance: TYPE.NAME, TYPE.NAME[\"KEY\"] or TYPE.NAME[each.key]."))
+				"Each depends_on entry names a task, a module call or one instance: TYPE.NAME, TYPE.NAME[\"KEY\"], TYPE.NAME[each.key] or module.NAME[KEY]."))
 			continue
 		}
-		t.DependsOn = append(t.DependsOn, refs[0])
+		out = append(out, refs[0])
 	}
-	diags = append(diags, f.checkRefs(t.Refs, reg)...)
-	diags = append(diags, f.checkRefs(t.DependsOn, reg)...)
-	return diags
+	return out, diags
 }
 
 // scanChecked scans expr for task references and checks its var.*, local.*, each.*
@@ -136,9 +136,13 @@ func (f *Flow) checkRefs(refs []Ref, reg *tasks.Registry) hcl.Diagnostics {
 		if r.Name == "" {
 			continue // traversalRef already reported it
 		}
+		if r.Type == ModuleRoot {
+			diags = append(diags, f.checkModuleRef(r)...)
+			continue
+		}
 		if _, ok := reg.Lookup(r.Type); !ok && !f.declaresType(r.Type) {
 			diags = append(diags, errorf(r.Range, "Unknown reference",
-				"%q is neither var, local, each, path nor a task type.%s", r.Type, suggest(r.Type, reg.Names())))
+				"%q is neither var, local, each, path, module nor a task type.%s", r.Type, suggest(r.Type, reg.Names())))
 			continue
 		}
 		t, ok := f.taskIndex[r.Addr]

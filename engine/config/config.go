@@ -22,6 +22,9 @@ type Flow struct {
 	// relative paths in file() and templatefile() resolve against.
 	Path string
 	Dir  string
+	// givenDir is Dir as the user gave it, so a module's files are named like the
+	// flow's in diagnostics.
+	givenDir string
 	// Files maps file name to its parsed file, for printing diagnostics with their
 	// source snippet and enclosing block.
 	Files map[string]*hcl.File
@@ -33,8 +36,17 @@ type Flow struct {
 	// Tasks are in declaration order (files sorted by name).
 	Tasks   []*Task
 	Outputs []*Output
+	// Modules are the module calls, in declaration order; each holds its loaded module.
+	Modules []*ModuleCall
 
-	taskIndex map[string]*Task
+	taskIndex   map[string]*Task
+	moduleIndex map[string]*ModuleCall
+}
+
+// Module returns the module call declared as module "NAME".
+func (f *Flow) Module(name string) (*ModuleCall, bool) {
+	m, ok := f.moduleIndex[name]
+	return m, ok
 }
 
 // Task returns the task block declared as TYPE.NAME.
@@ -85,6 +97,26 @@ type Task struct {
 	Attributes hcl.Attributes
 	// Refs are the task references in Attributes, Timeout and Retry, with their ranges.
 	Refs []Ref
+}
+
+// Exprs returns every expression evaluated per instance: the type's attributes (by
+// name), timeout and retry.
+func (t *Task) Exprs() []hcl.Expression {
+	exprs := make([]hcl.Expression, 0, len(t.Attributes)+4)
+	for _, a := range sortedAttributes(t.Attributes) {
+		exprs = append(exprs, a.Expr)
+	}
+	if t.Timeout != nil {
+		exprs = append(exprs, t.Timeout)
+	}
+	if t.Retry != nil {
+		for _, e := range []hcl.Expression{t.Retry.Attempts, t.Retry.Delay, t.Retry.MaxDelay} {
+			if e != nil {
+				exprs = append(exprs, e)
+			}
+		}
+	}
+	return exprs
 }
 
 // Retry is a task's `retry` block. Expressions are evaluated per instance.

@@ -20,6 +20,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "locals"},
 	{Type: "task", LabelNames: []string{"type", "name"}},
 	{Type: "output", LabelNames: []string{"name"}},
+	{Type: "module", LabelNames: []string{"name"}},
 }}
 
 // Load reads the flow at path, a .hcl file or a directory of them, and checks it
@@ -27,18 +28,26 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // schema, and every reference. It returns all diagnostics, not just the first, and a
 // Flow whenever the files could be parsed, so callers can still print sources.
 func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
+	return load(path, reg, nil)
+}
+
+// load reads the flow or module at path; stack lists the module directories being
+// loaded by the calls that lead here.
+func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnostics) {
 	files, dir, err := flowFiles(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read flow", Detail: err.Error()}}
 	}
 	// Absolute, so "${path.flow}/x" works in file() (which resolves against Dir) and
 	// evaluates the same when a run is resumed from its recorded absolute path.
+	given := dir
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	f := &Flow{
-		Path: path, Dir: dir, Files: map[string]*hcl.File{},
+		Path: path, Dir: dir, givenDir: given, Files: map[string]*hcl.File{},
 		Variables: map[string]*Variable{}, Locals: map[string]*Local{}, taskIndex: map[string]*Task{},
+		moduleIndex: map[string]*ModuleCall{},
 	}
 	parser := hclparse.NewParser()
 	var diags hcl.Diagnostics
@@ -57,8 +66,8 @@ func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
 		diags = append(diags, d...)
 		blocks = append(blocks, content.Blocks...)
 	}
-	f.Hash = hex.EncodeToString(hash.Sum(nil))
 	if diags.HasErrors() {
+		f.Hash = hex.EncodeToString(hash.Sum(nil))
 		return f, diags
 	}
 	// Phases: variables and locals first, so task and output checks can name them.
@@ -74,6 +83,16 @@ func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
 	for _, b := range blocks.OfType("output") {
 		diags = append(diags, f.decodeOutput(b)...)
 	}
+	for _, b := range blocks.OfType("module") {
+		diags = append(diags, f.decodeModule(b, reg, stack)...)
+	}
+	// A module's files are part of the flow: changing one changes the hash.
+	for _, m := range f.Modules {
+		if m.Flow != nil {
+			fmt.Fprintf(hash, "module\x00%s\x00%s", m.Name, m.Flow.Hash)
+		}
+	}
+	f.Hash = hex.EncodeToString(hash.Sum(nil))
 	diags = append(diags, f.checkReferences(reg)...)
 	return f, diags
 }

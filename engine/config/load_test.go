@@ -22,8 +22,9 @@ import (
 
 // needsTask is a test task type with a required attribute: exec has none.
 type needsTask struct {
-	Target string `hcl:"target" doc:"What it needs."`
-	Count  int    `hcl:"count,optional" doc:"How many."`
+	Target string         `hcl:"target" doc:"What it needs."`
+	Count  int            `hcl:"count,optional" doc:"How many."`
+	Within tasks.Duration `hcl:"within,optional" doc:"How long it may take."`
 }
 
 func (n *needsTask) Validate() error { return nil }
@@ -113,6 +114,7 @@ var errorMarker = regexp.MustCompile(`#\s*ERROR:\s*`)
 //
 //	# VAR: NAME=VALUE        a --var
 //	# VAR-FILE: PATH         a --var-file, relative to testdata/; its markers count too
+//	# MODULE-FILE: PATH      a module's file, relative to testdata/; its markers count too
 //	# ENV: FLOW_VAR_X=VALUE  an entry of Environ
 //	# FLAG-ERROR: TEXT       an expected diagnostic without a source range
 type directives struct {
@@ -161,6 +163,8 @@ func readDirectives(t *testing.T, path string) directives {
 			p := filepath.Join("testdata", val)
 			d.in.Files = append(d.in.Files, p)
 			d.files = append(d.files, p)
+		case "MODULE-FILE":
+			d.files = append(d.files, filepath.Join("testdata", val))
 		case "ENV":
 			d.in.Environ = append(d.in.Environ, val)
 		case "FLAG-ERROR":

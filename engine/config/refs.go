@@ -7,7 +7,8 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// Ref is one reference from an expression to a task: TYPE.NAME (every instance),
+// Ref is one reference from an expression to a task or, with Type "module", to a
+// module call (Name the call, Attr the output): TYPE.NAME (every instance),
 // TYPE.NAME["key"] (a literal key), or TYPE.NAME[EXPR] where EXPR, such as each.key, is
 // evaluated per instance. That last form is what lets one member's chain wait only on
 // the same member's upstream instance.
@@ -20,6 +21,12 @@ type Ref struct {
 	Attr    string         // the attribute read from the instance, "" if none
 	Range   hcl.Range
 }
+
+// ModuleRoot is the root of a reference to a module call's outputs: module.NAME.OUTPUT.
+const ModuleRoot = "module"
+
+// IsModule reports whether r refers to a module call rather than a task.
+func (r Ref) IsModule() bool { return r.Type == ModuleRoot }
 
 // Keyed reports whether the reference names one instance rather than all of them.
 func (r Ref) Keyed() bool { return r.Key != cty.NilVal || r.KeyExpr != nil }

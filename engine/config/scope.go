@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/flowdev/flow/tasks"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +38,13 @@ func (s *Scope) AddSecrets(v cty.Value) {
 	s.secretsMu.Lock()
 	defer s.secretsMu.Unlock()
 	s.Secrets = appendSecrets(s.Secrets, v)
-	sort.Slice(s.Secrets, func(i, j int) bool { return len(s.Secrets[i]) > len(s.Secrets[j]) })
+	sort.Slice(s.Secrets, func(i, j int) bool {
+		if len(s.Secrets[i]) != len(s.Secrets[j]) {
+			return len(s.Secrets[i]) > len(s.Secrets[j])
+		}
+		return s.Secrets[i] < s.Secrets[j]
+	})
+	s.Secrets = slices.Compact(s.Secrets) // a module's variable is added once per task that reads it
 }
 
 // NewScope evaluates the locals (in dependency order) over the assigned variables.
@@ -158,17 +165,23 @@ type Instance struct {
 // Expand evaluates t's for_each: a map, an object, or a set of strings. Keys come out
 // sorted. Without for_each it returns one instance with NilVal key.
 func (s *Scope) Expand(t *Task) ([]Instance, hcl.Diagnostics) {
-	if t.ForEach == nil {
+	return s.ExpandForEach(t.ForEach)
+}
+
+// ExpandForEach evaluates a task's or a module call's for_each expression (nil
+// without for_each), as Expand does.
+func (s *Scope) ExpandForEach(forEach hcl.Expression) ([]Instance, hcl.Diagnostics) {
+	if forEach == nil {
 		return []Instance{{Key: cty.NilVal, Value: cty.NilVal}}, nil
 	}
-	val, diags := t.ForEach.Value(s.EvalContext(cty.NilVal, cty.NilVal))
+	val, diags := forEach.Value(s.EvalContext(cty.NilVal, cty.NilVal))
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	rng := t.ForEach.Range()
+	rng := forEach.Range()
 	ty := val.Type()
 	notExpanded := hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "for_each not expanded",
-		Detail:  "for_each depends on a variable that has no value yet, so this task's instances are not checked.",
+		Detail:  "for_each depends on a variable that has no value yet, so its instances are not checked.",
 		Subject: rng.Ptr()}}
 	sensitive := hcl.Diagnostics{errorf(rng, "Invalid for_each", "for_each keys become part of task addresses, so they cannot be sensitive.")}
 	// Elements are checked as they are read: walking a large value first costs as much

@@ -93,14 +93,11 @@ func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diag
 				"Variable %q has no default and no value; set it with --var %s=VALUE, --var-file, or FLOW_VAR_%s.", name, name, name))
 			continue
 		}
-		conv, err := convert.Convert(val, v.Type)
+		conv, err := v.Convert(val)
 		if err != nil {
 			diags = append(diags, errorf(v.DeclRange, "Invalid value for variable",
 				"The value given for %q does not match its type: %s.", name, err))
 			continue
-		}
-		if v.Sensitive {
-			conv = conv.Mark(Sensitive)
 		}
 		out[name] = conv
 	}
@@ -155,4 +152,16 @@ func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) 
 		out[name] = val
 	}
 	return out, diags
+}
+
+// Convert converts a value given for v to v's type, marked when v is sensitive.
+func (v *Variable) Convert(val cty.Value) (cty.Value, error) {
+	conv, err := convert.Convert(val, v.Type)
+	if err != nil {
+		return cty.DynamicVal, err
+	}
+	if v.Sensitive {
+		conv = conv.Mark(Sensitive)
+	}
+	return conv, nil
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/flowdev/flow/tasks/internal/command"
+
 	"bytes"
 	"context"
 	"errors"
@@ -16,9 +18,9 @@ import (
 )
 
 func setKillGrace(t *testing.T, d time.Duration) {
-	old := KillGrace
-	KillGrace = d
-	t.Cleanup(func() { KillGrace = old })
+	old := command.KillGrace
+	command.KillGrace = d
+	t.Cleanup(func() { command.KillGrace = old })
 }
 
 // readPID waits for the script to write a pid to path.
@@ -159,8 +161,8 @@ func TestRunLeftoverHoldsPipes(t *testing.T) {
 	e := &Exec{Script: `sleep 30 & echo $! > "$PIDFILE"; echo hi`, Env: map[string]string{"PIDFILE": pidFile}}
 	start := time.Now()
 	out, err := e.Run(context.Background(), testEnv(newSyncBuffer(), newSyncBuffer()))
-	if took := time.Since(start); took > pipeDrain+2*time.Second {
-		t.Errorf("Run took %v, want about %v", took, pipeDrain)
+	if took := time.Since(start); took > command.PipeDrain+2*time.Second {
+		t.Errorf("Run took %v, want about %v", took, command.PipeDrain)
 	}
 	pid := readPID(t, pidFile)
 	if err != nil {

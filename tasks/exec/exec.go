@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/command"
 )
 
 // Exec runs a command (argv, no shell) or a script (by /bin/sh -c). It is the hcl config
@@ -57,7 +58,7 @@ normally are not stopped.`,
 // Validate checks that exactly one of command and script is set, the command names a
 // program, and env names are usable.
 func (e *Exec) Validate() error {
-	return tasks.ValidateCommand(e.Command, e.Script, e.Env)
+	return command.Validate(e.Command, e.Script, e.Env)
 }
 
 // what names the command in messages: `command "go"` or `script`.

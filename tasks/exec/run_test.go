@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -214,8 +215,8 @@ func TestRunOutputCap(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if got := len(outString(t, out, tt.output)); got != tasks.CaptureLimit {
-				t.Errorf("len(%s output) = %d, want %d", tt.output, got, tasks.CaptureLimit)
+			if got := len(outString(t, out, tt.output)); got != output.CaptureLimit {
+				t.Errorf("len(%s output) = %d, want %d", tt.output, got, output.CaptureLimit)
 			}
 			if got := tt.stream(stdout, stderr).Len(); got != total {
 				t.Errorf("streamed %d bytes, want all %d", got, total)

@@ -20,8 +20,8 @@ const (
 	kindInt                  // int: --flag=N unless 0
 	kindList                 // []string: --flag=a,b,c unless empty (pflag StringSlice)
 	kindRepeated             // []string: --flag=a --flag=b (pflag StringArray)
-	kindDuration             // string with a Go duration: --flag=DURATION unless empty
-	kindSeconds              // string with a Go duration: --flag=SECONDS unless empty, for int flags in seconds
+	kindDuration             // tasks.Duration: --flag=DURATION unless empty
+	kindSeconds              // tasks.Duration: --flag=SECONDS unless empty, for int flags in seconds
 )
 
 // goType is the field type an attribute of kind k must have.
@@ -33,6 +33,8 @@ func (k kind) goType() reflect.Type {
 		return reflect.TypeOf(0)
 	case kindList, kindRepeated:
 		return reflect.TypeOf([]string(nil))
+	case kindDuration, kindSeconds:
+		return reflect.TypeOf(tasks.Duration(""))
 	default:
 		return reflect.TypeOf("")
 	}
@@ -87,7 +89,7 @@ func (f flag) render(v reflect.Value) []string {
 		return out
 	case kindSeconds:
 		if v.String() != "" {
-			d, _ := time.ParseDuration(v.String())
+			d := tasks.Duration(v.String()).Or(0)
 			return []string{opt + "=" + strconv.FormatInt(int64(d/time.Second), 10)}
 		}
 	default: // kindString, kindDuration
@@ -115,12 +117,10 @@ func (t flagTable) validateDurations(task any) error {
 		if (f.kind != kindDuration && f.kind != kindSeconds) || s == "" {
 			continue
 		}
-		d, err := time.ParseDuration(s)
+		d, err := tasks.Duration(s).Parse()
 		switch {
 		case err != nil:
-			return attrErr(f.attr, "%q is not a duration such as \"90s\" or \"5m\"", s)
-		case d < 0:
-			return attrErr(f.attr, "%q must not be negative", s)
+			return &tasks.AttrError{Attr: f.attr, Err: err}
 		case f.kind == kindSeconds && d%time.Second != 0:
 			return attrErr(f.attr, "%q must be whole seconds (--%s takes seconds)", s, f.name)
 		}

@@ -28,18 +28,18 @@ type Init struct {
 	Context    string `hcl:"context,optional" doc:"Context in the host kubeconfig to use; default its current-context."`
 	Namespace  string `hcl:"namespace,optional" doc:"Host namespace of the Karmada components (--namespace); default karmada-system."`
 
-	KarmadaData       string   `hcl:"karmada_data,optional" doc:"Directory for the Karmada kubeconfig, certificates and CRDs (--karmada-data); default /etc/karmada."`
-	KarmadaPKI        string   `hcl:"karmada_pki,optional" doc:"Directory for the Karmada certificates (--karmada-pki); default /etc/karmada/pki."`
-	Port              int      `hcl:"port,optional" doc:"Node port of the Karmada API server service (--port); default 32443."`
-	AdvertiseAddress  string   `hcl:"advertise_address,optional" doc:"IP address the Karmada API server advertises (--karmada-apiserver-advertise-address); default the master node's address."`
-	CertExternalIP    []string `hcl:"cert_external_ip,optional" doc:"Extra IP addresses in the Karmada certificate (--cert-external-ip, joined with commas)."`
-	CertExternalDNS   []string `hcl:"cert_external_dns,optional" doc:"Extra DNS names in the Karmada certificate (--cert-external-dns, joined with commas)."`
-	CertValidity      string   `hcl:"cert_validity_period,optional" doc:"Validity of the generated certificates as a duration, e.g. \"8760h\" (--cert-validity-period)."`
-	CACertFile        string   `hcl:"ca_cert_file,optional" doc:"Root CA certificate that issues the Karmada certificates (--ca-cert-file); needs ca_key_file."`
-	CAKeyFile         string   `hcl:"ca_key_file,optional" doc:"Private key of ca_cert_file (--ca-key-file)."`
-	CRDs              string   `hcl:"crds,optional" doc:"Karmada CRDs tarball, a local path for offline installs or a URL (--crds); default the release's download URL."`
-	WaitTimeout       string   `hcl:"wait_timeout,optional" doc:"How long karmadactl waits for each component, a duration in whole seconds such as \"5m\" (--wait-component-ready-timeout, in seconds); \"0s\" waits forever; default 120s."`
-	HostClusterDomain string   `hcl:"host_cluster_domain,optional" doc:"Cluster domain of the host cluster (--host-cluster-domain); default cluster.local."`
+	KarmadaData       string         `hcl:"karmada_data,optional" doc:"Directory for the Karmada kubeconfig, certificates and CRDs (--karmada-data); default /etc/karmada."`
+	KarmadaPKI        string         `hcl:"karmada_pki,optional" doc:"Directory for the Karmada certificates (--karmada-pki); default /etc/karmada/pki."`
+	Port              int            `hcl:"port,optional" doc:"Node port of the Karmada API server service (--port); default 32443."`
+	AdvertiseAddress  string         `hcl:"advertise_address,optional" doc:"IP address the Karmada API server advertises (--karmada-apiserver-advertise-address); default the master node's address."`
+	CertExternalIP    []string       `hcl:"cert_external_ip,optional" doc:"Extra IP addresses in the Karmada certificate (--cert-external-ip, joined with commas)."`
+	CertExternalDNS   []string       `hcl:"cert_external_dns,optional" doc:"Extra DNS names in the Karmada certificate (--cert-external-dns, joined with commas)."`
+	CertValidity      tasks.Duration `hcl:"cert_validity_period,optional" doc:"Validity of the generated certificates as a duration, e.g. \"8760h\" (--cert-validity-period)."`
+	CACertFile        string         `hcl:"ca_cert_file,optional" doc:"Root CA certificate that issues the Karmada certificates (--ca-cert-file); needs ca_key_file."`
+	CAKeyFile         string         `hcl:"ca_key_file,optional" doc:"Private key of ca_cert_file (--ca-key-file)."`
+	CRDs              string         `hcl:"crds,optional" doc:"Karmada CRDs tarball, a local path for offline installs or a URL (--crds); default the release's download URL."`
+	WaitTimeout       tasks.Duration `hcl:"wait_timeout,optional" doc:"How long karmadactl waits for each component, a duration in whole seconds such as \"5m\" (--wait-component-ready-timeout, in seconds); \"0s\" waits forever; default 120s."`
+	HostClusterDomain string         `hcl:"host_cluster_domain,optional" doc:"Cluster domain of the host cluster (--host-cluster-domain); default cluster.local."`
 
 	PrivateImageRegistry   string   `hcl:"private_image_registry,optional" doc:"Registry to pull every image from (--private-image-registry), for offline installs."`
 	KubeImageRegistry      string   `hcl:"kube_image_registry,optional" doc:"Registry of the Kubernetes images (--kube-image-registry)."`

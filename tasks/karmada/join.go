@@ -75,7 +75,7 @@ attributes (karmadactl unjoin, then a new run, re-joins a changed member).`,
 		},
 		Example: `task "karmadactl_join" "member1" {
   cluster            = "member1"
-  kubeconfig         = task.karmadactl_init.karmada.kubeconfig
+  kubeconfig         = karmadactl_init.karmada.kubeconfig
   cluster_kubeconfig = "/etc/flow/member1.kubeconfig"
   cluster_region     = "lab"
   cluster_zones      = ["lab-a"]

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/flowdev/flow/tasks"
-	"github.com/flowdev/flow/tasks/exec"
-	"github.com/hashicorp/go-hclog"
+	"github.com/flowdev/flow/tasks/internal/command"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // PinnedVersion is the karmadactl version every flag table was checked against.
@@ -38,21 +39,19 @@ func validateVersion(v string) error {
 	return nil
 }
 
-// run starts karmadactl with args as the exec task type runs a command (own process
-// group, stopped on cancellation) and returns its captured stdout and stderr. The
-// output is streamed to stdout and stderr; nil streams nowhere. Neither argv nor
-// the output is logged, since they may carry a token. Callers name the operation
-// in errors.
+// run starts karmadactl with args in its own process group, stopped on cancellation,
+// and returns its captured stdout and stderr. The output is streamed to stdout and
+// stderr; nil streams nowhere. Neither argv nor the output is logged, since they may
+// carry a token. Callers name the operation in errors.
 func (b binary) run(ctx context.Context, env *tasks.Env, args []string, stdout, stderr io.Writer) (string, string, error) {
-	cmd := &exec.Exec{Command: append([]string{b.path}, args...)}
-	out, err := cmd.Run(ctx, &tasks.Env{
-		Address: env.Address, Attempt: env.Attempt,
-		Stdout: stdout, Stderr: stderr, Logger: hclog.NewNullLogger(),
-	})
-	if out == nil {
+	outCapture, errCapture := output.NewCapture(stdout), output.NewCapture(stderr)
+	what := "command " + strconv.Quote(b.path)
+	cmd := &command.Cmd{Argv: append([]string{b.path}, args...), Stdout: outCapture, Stderr: errCapture, What: what}
+	res, err := cmd.Run(ctx)
+	if err != nil {
 		return "", "", err
 	}
-	return out["stdout"].AsString(), out["stderr"].AsString(), err
+	return outCapture.String(), errCapture.String(), res.Err(ctx, what, nil)
 }
 
 var gitVersion = regexp.MustCompile(`GitVersion:"([^"]*)"`)

@@ -26,20 +26,20 @@ type Registration struct {
 	KarmadactlVersion string   `hcl:"karmadactl_version,optional" doc:"Version the binary must report; default \"v1.13.0\", the version flow's flags were checked against."`
 	ExtraArgs         []string `hcl:"extra_args,optional" doc:"Further karmadactl register arguments; they must not set a flag an attribute maps."`
 
-	APIEndpoint      string `hcl:"api_endpoint" doc:"host:port of the Karmada API server, e.g. karmadactl_token's api_endpoint output."`
-	Token            string `hcl:"token" doc:"Bootstrap token (--token), e.g. karmadactl_token's token output. Never printed."`
-	CACertHash       string `hcl:"ca_cert_hash,optional" doc:"Hash of the Karmada CA's public key, \"sha256:...\" (--discovery-token-ca-cert-hash), e.g. karmadactl_token's output. Required unless unsafe_skip_ca_verification."`
-	UnsafeSkipCA     bool   `hcl:"unsafe_skip_ca_verification,optional" doc:"Trust the Karmada API server without ca_cert_hash (--discovery-token-unsafe-skip-ca-verification)."`
-	ClusterName      string `hcl:"cluster_name" doc:"Name of the member in Karmada (--cluster-name)."`
-	Kubeconfig       string `hcl:"kubeconfig,optional" doc:"Path of the member cluster's kubeconfig (--kubeconfig); default $KUBECONFIG, then ~/.kube/config, as kubectl."`
-	Context          string `hcl:"context,optional" doc:"Context in the member's kubeconfig (--context); default its current-context."`
-	Namespace        string `hcl:"namespace,optional" doc:"Member namespace of karmada-agent (--namespace); default karmada-system."`
-	AgentImage       string `hcl:"karmada_agent_image,optional" doc:"Image of karmada-agent (--karmada-agent-image); default docker.io/karmada/karmada-agent of karmadactl's release."`
-	AgentReplicas    int    `hcl:"karmada_agent_replicas,optional" doc:"Replicas of karmada-agent (--karmada-agent-replicas); default 1."`
-	DiscoveryTimeout string `hcl:"discovery_timeout,optional" doc:"How long to try reaching the Karmada API server, a duration (--discovery-timeout); default 5m."`
-	CertRotation     bool   `hcl:"enable_cert_rotation,optional" doc:"Let karmada-agent renew its certificate before it expires (--enable-cert-rotation)."`
-	CertExpiration   string `hcl:"cert_expiration,optional" doc:"Lifetime of karmada-agent's certificate, a duration in whole seconds such as \"8760h\" (--cert-expiration-seconds, in seconds); default 365 days."`
-	ProxyServer      string `hcl:"proxy_server_address,optional" doc:"Address of a proxy to the member cluster (--proxy-server-address)."`
+	APIEndpoint      string         `hcl:"api_endpoint" doc:"host:port of the Karmada API server, e.g. karmadactl_token's api_endpoint output."`
+	Token            string         `hcl:"token" doc:"Bootstrap token (--token), e.g. karmadactl_token's token output. Never printed."`
+	CACertHash       string         `hcl:"ca_cert_hash,optional" doc:"Hash of the Karmada CA's public key, \"sha256:...\" (--discovery-token-ca-cert-hash), e.g. karmadactl_token's output. Required unless unsafe_skip_ca_verification."`
+	UnsafeSkipCA     bool           `hcl:"unsafe_skip_ca_verification,optional" doc:"Trust the Karmada API server without ca_cert_hash (--discovery-token-unsafe-skip-ca-verification)."`
+	ClusterName      string         `hcl:"cluster_name" doc:"Name of the member in Karmada (--cluster-name)."`
+	Kubeconfig       string         `hcl:"kubeconfig,optional" doc:"Path of the member cluster's kubeconfig (--kubeconfig); default $KUBECONFIG, then ~/.kube/config, as kubectl."`
+	Context          string         `hcl:"context,optional" doc:"Context in the member's kubeconfig (--context); default its current-context."`
+	Namespace        string         `hcl:"namespace,optional" doc:"Member namespace of karmada-agent (--namespace); default karmada-system."`
+	AgentImage       string         `hcl:"karmada_agent_image,optional" doc:"Image of karmada-agent (--karmada-agent-image); default docker.io/karmada/karmada-agent of karmadactl's release."`
+	AgentReplicas    int            `hcl:"karmada_agent_replicas,optional" doc:"Replicas of karmada-agent (--karmada-agent-replicas); default 1."`
+	DiscoveryTimeout tasks.Duration `hcl:"discovery_timeout,optional" doc:"How long to try reaching the Karmada API server, a duration (--discovery-timeout); default 5m."`
+	CertRotation     bool           `hcl:"enable_cert_rotation,optional" doc:"Let karmada-agent renew its certificate before it expires (--enable-cert-rotation)."`
+	CertExpiration   tasks.Duration `hcl:"cert_expiration,optional" doc:"Lifetime of karmada-agent's certificate, a duration in whole seconds such as \"8760h\" (--cert-expiration-seconds, in seconds); default 365 days."`
+	ProxyServer      string         `hcl:"proxy_server_address,optional" doc:"Address of a proxy to the member cluster (--proxy-server-address)."`
 
 	ClusterNamespace string   `hcl:"cluster_namespace,optional" doc:"Namespace in Karmada for the member's secrets (--cluster-namespace); default karmada-cluster."`
 	ClusterProvider  string   `hcl:"cluster_provider,optional" doc:"Provider of the member, for scheduling (--cluster-provider)."`
@@ -86,9 +86,9 @@ the machine flow runs on while the command runs.`,
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
 		},
 		Example: `task "karmadactl_register" "member2" {
-  api_endpoint = task.karmadactl_token.register.api_endpoint
-  token        = task.karmadactl_token.register.token
-  ca_cert_hash = task.karmadactl_token.register.ca_cert_hash
+  api_endpoint = karmadactl_token.register.api_endpoint
+  token        = karmadactl_token.register.token
+  ca_cert_hash = karmadactl_token.register.ca_cert_hash
   cluster_name = "member2"
   kubeconfig   = "/etc/flow/member2.kubeconfig"
 }`,

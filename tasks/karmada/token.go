@@ -20,12 +20,12 @@ type Token struct {
 	KarmadactlVersion string   `hcl:"karmadactl_version,optional" doc:"Version the binary must report; default \"v1.13.0\", the version flow's flags were checked against."`
 	ExtraArgs         []string `hcl:"extra_args,optional" doc:"Further karmadactl token create arguments; they must not set a flag an attribute maps."`
 
-	Kubeconfig  string   `hcl:"kubeconfig" doc:"Path of the Karmada API server's kubeconfig (--kubeconfig), e.g. karmadactl_init's kubeconfig output. Required: the register command is built from its server address and CA."`
-	Context     string   `hcl:"context,optional" doc:"Context in the Karmada kubeconfig (--karmada-context); default its current-context."`
-	TTL         string   `hcl:"ttl,optional" doc:"How long the token lives, a duration such as \"2h\" (--ttl); \"0s\" never expires; default 24h."`
-	Description string   `hcl:"token_description,optional" doc:"Human-readable note stored with the token (--description)."`
-	Groups      []string `hcl:"groups,optional" doc:"Extra groups the token authenticates as (--groups, joined with commas); default system:bootstrappers:karmada:default-cluster-token."`
-	Usages      []string `hcl:"usages,optional" doc:"Ways the token may be used (--usages, joined with commas); default signing and authentication."`
+	Kubeconfig  string         `hcl:"kubeconfig" doc:"Path of the Karmada API server's kubeconfig (--kubeconfig), e.g. karmadactl_init's kubeconfig output. Required: the register command is built from its server address and CA."`
+	Context     string         `hcl:"context,optional" doc:"Context in the Karmada kubeconfig (--karmada-context); default its current-context."`
+	TTL         tasks.Duration `hcl:"ttl,optional" doc:"How long the token lives, a duration such as \"2h\" (--ttl); \"0s\" never expires; default 24h."`
+	Description string         `hcl:"token_description,optional" doc:"Human-readable note stored with the token (--description)."`
+	Groups      []string       `hcl:"groups,optional" doc:"Extra groups the token authenticates as (--groups, joined with commas); default system:bootstrappers:karmada:default-cluster-token."`
+	Usages      []string       `hcl:"usages,optional" doc:"Ways the token may be used (--usages, joined with commas); default signing and authentication."`
 }
 
 // tokenFlags is every flag karmadactl_token emits besides `token create
@@ -59,7 +59,7 @@ error shows its last line of stderr with anything shaped like a token replaced.`
 			{Name: "register_command", Type: cty.String, Doc: "The karmadactl register command line as karmadactl printed it.", Sensitive: true},
 		},
 		Example: `task "karmadactl_token" "register" {
-  kubeconfig = task.karmadactl_init.karmada.kubeconfig
+  kubeconfig = karmadactl_init.karmada.kubeconfig
   ttl        = "2h"
 }`,
 	}

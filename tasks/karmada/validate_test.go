@@ -15,7 +15,7 @@ func TestRegisteredTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The examples refer to other tasks' outputs.
-	vars := map[string]cty.Value{"task": cty.ObjectVal(map[string]cty.Value{
+	vars := map[string]cty.Value{
 		"karmadactl_init": cty.ObjectVal(map[string]cty.Value{"karmada": cty.ObjectVal(map[string]cty.Value{
 			"kubeconfig": cty.StringVal("/var/lib/flow/karmada/karmada-apiserver.config"),
 		})}),
@@ -24,7 +24,7 @@ func TestRegisteredTypes(t *testing.T) {
 			"token":        cty.StringVal("abcdef.0123456789abcdef"),
 			"ca_cert_hash": cty.StringVal("sha256:0123"),
 		})}),
-	})}
+	}
 	outputs := map[string]map[string]cty.Type{
 		"karmadactl_init":     {"kubeconfig": cty.String, "karmada_data": cty.String},
 		"karmadactl_join":     {"cluster": cty.String},

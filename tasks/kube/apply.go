@@ -15,14 +15,14 @@ import (
 // CustomResourceDefinitions (waiting until each is Established), then everything
 // else in document order. It is the hcl config struct of the k8s_apply task type.
 type Apply struct {
-	Files        []string `hcl:"files,optional" doc:"Manifest files to apply, in order; a directory stands for its *.yaml, *.yml and *.json files, sorted by name. At least one of files and content is required."`
-	Content      string   `hcl:"content,optional" doc:"Manifests as YAML text, applied after files, e.g. a templatefile() result. It is never printed."`
-	Namespace    string   `hcl:"namespace,optional" doc:"Namespace for namespaced objects that name none; default \"default\". Cluster-scoped objects never get one."`
-	FieldManager *string  `hcl:"field_manager,optional" doc:"Field manager of the server-side apply; default \"flow\"."`
-	Force        bool     `hcl:"force,optional" doc:"Take over fields another field manager owns instead of failing on the conflict; default false."`
-	CRDTimeout   string   `hcl:"crd_timeout,optional" doc:"How long to wait for each applied CustomResourceDefinition to be Established; default \"1m\"."`
-	Kubeconfig   string   `hcl:"kubeconfig,optional" doc:"Path of the kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
-	Context      string   `hcl:"context,optional" doc:"Context in the kubeconfig to use; default its current-context."`
+	Files        []string       `hcl:"files,optional" doc:"Manifest files to apply, in order; a directory stands for its *.yaml, *.yml and *.json files, sorted by name. At least one of files and content is required."`
+	Content      string         `hcl:"content,optional" doc:"Manifests as YAML text, applied after files, e.g. a templatefile() result. It is never printed."`
+	Namespace    string         `hcl:"namespace,optional" doc:"Namespace for namespaced objects that name none; default \"default\". Cluster-scoped objects never get one."`
+	FieldManager *string        `hcl:"field_manager,optional" doc:"Field manager of the server-side apply; default \"flow\"."`
+	Force        bool           `hcl:"force,optional" doc:"Take over fields another field manager owns instead of failing on the conflict; default false."`
+	CRDTimeout   tasks.Duration `hcl:"crd_timeout,optional" doc:"How long to wait for each applied CustomResourceDefinition to be Established; default \"1m\"."`
+	Kubeconfig   string         `hcl:"kubeconfig,optional" doc:"Path of the kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
+	Context      string         `hcl:"context,optional" doc:"Context in the kubeconfig to use; default its current-context."`
 }
 
 // Defaults of the optional attributes.
@@ -102,23 +102,13 @@ func (a *Apply) Validate() error {
 		return &tasks.AttrError{Attr: "field_manager", Err: errors.New("must be 1 to 128 characters")}
 	}
 	if _, err := a.crdTimeout(); err != nil {
-		return &tasks.AttrError{Attr: "crd_timeout", Err: err}
+		return err
 	}
 	return nil
 }
 
 func (a *Apply) crdTimeout() (time.Duration, error) {
-	if a.CRDTimeout == "" {
-		return defaultCRDTimeout, nil
-	}
-	d, err := time.ParseDuration(a.CRDTimeout)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration like \"90s\" or \"2m\"", a.CRDTimeout)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q must be positive", a.CRDTimeout)
-	}
-	return d, nil
+	return a.CRDTimeout.Positive("crd_timeout", defaultCRDTimeout)
 }
 
 func (a *Apply) fieldManager() string {

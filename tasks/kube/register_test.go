@@ -79,7 +79,7 @@ func TestValidateApply(t *testing.T) {
 		{Name: "empty field_manager", Task: &Apply{Content: "x", FieldManager: &empty}, Attr: "field_manager", Msg: "1 to 128 characters"},
 		{Name: "long field_manager", Task: &Apply{Content: "x", FieldManager: &long}, Attr: "field_manager", Msg: "1 to 128 characters"},
 		{Name: "bad crd_timeout", Task: &Apply{Content: "x", CRDTimeout: "soon"}, Attr: "crd_timeout", Msg: "not a duration"},
-		{Name: "zero crd_timeout", Task: &Apply{Content: "x", CRDTimeout: "0s"}, Attr: "crd_timeout", Msg: "must be positive"},
+		{Name: "zero crd_timeout", Task: &Apply{Content: "x", CRDTimeout: "0s"}, Attr: "crd_timeout", Msg: "must be a positive duration"},
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -115,7 +116,7 @@ func (d *Delete) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 			deleted = append(deleted, step.kind+"/"+name)
 		}
 	}
-	return tasks.Outputs{"deleted": tasks.StringList(deleted)}, nil
+	return tasks.Outputs{"deleted": output.StringList(deleted)}, nil
 }
 
 // deleteInstance reports false when the instance does not exist.

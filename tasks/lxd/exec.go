@@ -12,6 +12,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/command"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // Exec runs a command or shell script inside an LXD instance. It is the hcl
@@ -79,7 +81,7 @@ func (e *Exec) Validate() error {
 	if err := instanceNameError(e.Instance); err != nil {
 		return &tasks.AttrError{Attr: "instance", Err: err}
 	}
-	if err := tasks.ValidateCommand(e.Command, e.Script, e.Env); err != nil {
+	if err := command.Validate(e.Command, e.Script, e.Env); err != nil {
 		return err
 	}
 	if e.Cwd != "" && !strings.HasPrefix(e.Cwd, "/") {
@@ -103,7 +105,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec in %q: %w", e.Instance, err)
 	}
-	stdout, stderr := tasks.NewStdoutCapture(env.Stdout, e.SensitiveStdout), tasks.NewCapture(env.Stderr)
+	stdout, stderr := output.NewStdoutCapture(env.Stdout, e.SensitiveStdout), output.NewCapture(env.Stderr)
 	run, err := startExec(srv, e.Remote, e.Instance, e.request(), e.Stdin, stdout, stderr)
 	if isNotFound(err) {
 		return nil, fmt.Errorf("exec in %q: instance not found", e.Instance)

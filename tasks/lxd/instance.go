@@ -10,7 +10,7 @@ import (
 	"github.com/canonical/lxd/shared/api"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // changeInstanceState starts, stops (forcibly: the callers are about to
@@ -63,5 +63,5 @@ func globalAddresses(state *api.InstanceState) (ipv4, ipv6 cty.Value) {
 	}
 	sort.Strings(v4)
 	sort.Strings(v6)
-	return tasks.StringList(v4), tasks.StringList(v6)
+	return output.StringList(v4), output.StringList(v6)
 }

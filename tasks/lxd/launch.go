@@ -27,7 +27,7 @@ type Launch struct {
 	Devices     map[string]map[string]string `hcl:"devices,optional" doc:"Instance devices by name, each a map of device keys that includes type."`
 	Ephemeral   bool                         `hcl:"ephemeral,optional" doc:"Create an ephemeral instance, which LXD deletes when it stops."`
 	WaitFor     []string                     `hcl:"wait_for,optional" doc:"Command (argv) run inside the instance until it exits 0, e.g. [\"test\", \"-e\", \"/run/ready\"]."`
-	WaitTimeout string                       `hcl:"wait_timeout,optional" doc:"How long wait_for may take to succeed, as a duration; default \"60s\"."`
+	WaitTimeout tasks.Duration               `hcl:"wait_timeout,optional" doc:"How long wait_for may take to succeed, as a duration; default \"60s\"."`
 	Recreate    bool                         `hcl:"recreate,optional" doc:"Replace an existing instance that differs from the declaration (stop, delete, create) instead of failing."`
 }
 
@@ -62,7 +62,7 @@ and created anew.`,
   remote       = local.lxd
   name         = each.key
   image        = "ubuntu:22.04"
-  profiles     = ["default", task.lxd_profile.microk8s.name]
+  profiles     = ["default", lxd_profile.microk8s.name]
   config       = { "limits.cpu" = "2", "limits.memory" = "4GiB" }
   wait_for     = ["systemctl", "is-system-running", "--wait"]
   wait_timeout = "3m"
@@ -99,7 +99,7 @@ func (l *Launch) Validate() error {
 		return &tasks.AttrError{Attr: "wait_for", Err: errors.New("must name a program as its first element")}
 	}
 	if _, err := l.waitTimeout(); err != nil {
-		return &tasks.AttrError{Attr: "wait_timeout", Err: err}
+		return err
 	}
 	return nil
 }
@@ -261,17 +261,7 @@ func (l *Launch) profiles() []string {
 }
 
 func (l *Launch) waitTimeout() (time.Duration, error) {
-	if l.WaitTimeout == "" {
-		return defaultWaitTimeout, nil
-	}
-	d, err := time.ParseDuration(l.WaitTimeout)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration like \"90s\" or \"5m\"", l.WaitTimeout)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q must be positive", l.WaitTimeout)
-	}
-	return d, nil
+	return l.WaitTimeout.Positive("wait_timeout", defaultWaitTimeout)
 }
 
 // shortFingerprint abbreviates a fingerprint the way lxc image list shows it.

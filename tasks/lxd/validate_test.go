@@ -37,7 +37,7 @@ func TestValidateTypesA(t *testing.T) {
 		{Name: "launch profile with slash", Task: &Launch{Name: "m1", Image: "x", Profiles: []string{"default", "a/b"}}, Attr: "profiles", Msg: `"a/b" must not contain "/"`},
 		{Name: "launch empty wait_for", Task: &Launch{Name: "m1", Image: "x", WaitFor: []string{}}, Attr: "wait_for", Msg: "must name a program"},
 		{Name: "launch bad wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "soon"}, Attr: "wait_timeout", Msg: "not a duration"},
-		{Name: "launch negative wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "-1s"}, Attr: "wait_timeout", Msg: "must be positive"},
+		{Name: "launch negative wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "-1s"}, Attr: "wait_timeout", Msg: "must be a positive duration"},
 
 		{Name: "delete", Task: &Delete{Instances: []string{"a", "b"}, Profiles: []string{"p"}, Images: []string{"i"}, Force: &no}},
 		{Name: "delete nothing", Task: &Delete{}, Attr: "instances", Msg: "nothing to delete"},

@@ -10,6 +10,7 @@ import (
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 	"github.com/gorilla/websocket"
 )
 
@@ -74,7 +75,7 @@ func (l *Launch) waitReady(ctx context.Context, srv lxdclient.InstanceServer, en
 // output), not an error: err is only set when ctx ends, and then the command
 // is killed rather than left running.
 func probe(ctx context.Context, srv lxdclient.InstanceServer, remote map[string]string, instance string, cmd []string) (probeResult, error) {
-	stdout, stderr := tasks.NewCapture(nil), tasks.NewCapture(nil)
+	stdout, stderr := output.NewCapture(nil), output.NewCapture(nil)
 	dataDone := make(chan bool)
 	control := make(chan *websocket.Conn, 1)
 	op, err := srv.ExecInstance(instance, api.InstanceExecPost{Command: cmd, WaitForWS: true},

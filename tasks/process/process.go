@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/command"
 )
 
 // Process starts a long-running program detached from flow and waits until it is
@@ -26,7 +27,7 @@ type Process struct {
 	ReadyURL     string            `hcl:"ready_url,optional" doc:"http:// or https:// URL that must answer a GET with a 2xx or 3xx status (redirects are not followed) before the task succeeds. At most one of ready_url and ready_tcp."`
 	Insecure     bool              `hcl:"insecure,optional" doc:"Skip TLS certificate verification of ready_url; default false."`
 	ReadyTCP     string            `hcl:"ready_tcp,optional" doc:"host:port that must accept a TCP connection before the task succeeds. At most one of ready_url and ready_tcp."`
-	ReadyTimeout string            `hcl:"ready_timeout,optional" doc:"How long to wait for readiness before failing; default \"1m\"."`
+	ReadyTimeout tasks.Duration    `hcl:"ready_timeout,optional" doc:"How long to wait for readiness before failing; default \"1m\"."`
 	Recreate     bool              `hcl:"recreate,optional" doc:"When pid_file names a running process with a different command line, stop it (SIGTERM, SIGKILL after 30 s) and start this one instead of failing; default false."`
 }
 
@@ -82,7 +83,7 @@ func (p *Process) Validate() error {
 	case strings.ContainsRune(strings.Join(p.Command, ""), 0):
 		return &tasks.AttrError{Attr: "command", Err: errors.New("must not contain NUL")}
 	}
-	if err := tasks.ValidateCommand(p.Command, "", p.Env); err != nil {
+	if err := command.Validate(p.Command, "", p.Env); err != nil {
 		return err
 	}
 	switch {
@@ -149,7 +150,7 @@ func validateHostPort(addr string) error {
 }
 
 func (p *Process) readyTimeout() (time.Duration, error) {
-	return parseDuration("ready_timeout", p.ReadyTimeout, "1m")
+	return p.ReadyTimeout.Positive("ready_timeout", time.Minute)
 }
 
 // program names the command in messages: `start "sleep"`.

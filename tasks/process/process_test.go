@@ -35,7 +35,7 @@ func TestValidate(t *testing.T) {
 		{Name: "both ready checks", Task: valid(func(p *Process) { p.ReadyURL = "http://127.0.0.1:1/"; p.ReadyTCP = "127.0.0.1:1" }), Attr: "ready_tcp", Msg: "mutually exclusive"},
 		{Name: "insecure without url", Task: valid(func(p *Process) { p.Insecure = true; p.ReadyTCP = "127.0.0.1:1" }), Attr: "insecure", Msg: "without ready_url"},
 		{Name: "timeout without check", Task: valid(func(p *Process) { p.ReadyTimeout = "1m" }), Attr: "ready_timeout", Msg: "without ready_url or ready_tcp"},
-		{Name: "bad timeout", Task: valid(func(p *Process) { p.ReadyTCP = "127.0.0.1:1"; p.ReadyTimeout = "soon" }), Attr: "ready_timeout", Msg: "positive duration"},
+		{Name: "bad timeout", Task: valid(func(p *Process) { p.ReadyTCP = "127.0.0.1:1"; p.ReadyTimeout = "soon" }), Attr: "ready_timeout", Msg: "is not a duration"},
 		{Name: "zero timeout", Task: valid(func(p *Process) { p.ReadyTCP = "127.0.0.1:1"; p.ReadyTimeout = "0s" }), Attr: "ready_timeout", Msg: "positive duration"},
 		{Name: "url scheme", Task: valid(func(p *Process) { p.ReadyURL = "ftp://127.0.0.1/" }), Attr: "ready_url", Msg: `scheme must be http or https, not "ftp"`},
 		{Name: "url without host", Task: valid(func(p *Process) { p.ReadyURL = "http:///readyz" }), Attr: "ready_url", Msg: "host must not be empty"},

@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/progress"
 )
 
 // Tests shorten these.
@@ -38,8 +38,8 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 	fmt.Fprintf(out, "waiting for %s (up to %s)\n", what, limit)
 	waitCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	progress := time.NewTicker(progressEvery)
-	defer progress.Stop()
+	ticker := time.NewTicker(progressEvery)
+	defer ticker.Stop()
 	next := time.NewTimer(0)
 	defer next.Stop()
 	last := "no check finished"
@@ -54,8 +54,8 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 			}
 			return fmt.Errorf("%s not ready after %s (last: %s); it keeps running%s",
 				r.rec.label(), limit, last, logTail(logFile, r.logFrom))
-		case <-progress.C:
-			fmt.Fprintf(out, "still waiting for %s (%s, last: %s)\n", what, tasks.RoundElapsed(time.Since(start)), last)
+		case <-ticker.C:
+			fmt.Fprintf(out, "still waiting for %s (%s, last: %s)\n", what, progress.RoundElapsed(time.Since(start)), last)
 		case <-r.exited: // nil for a process found running: never ready
 		case <-next.C:
 			checkCtx, cancelCheck := context.WithTimeout(waitCtx, requestTimeout)
@@ -67,7 +67,7 @@ func (p *Process) waitReady(ctx context.Context, out io.Writer, r *running, logF
 				if how, gone := r.gone(); gone {
 					return fmt.Errorf("%s %s before it was ready%s", r.rec.label(), how, logTail(logFile, r.logFrom))
 				}
-				fmt.Fprintf(out, "%s ready after %s\n", r.rec.label(), tasks.RoundElapsed(time.Since(start)))
+				fmt.Fprintf(out, "%s ready after %s\n", r.rec.label(), progress.RoundElapsed(time.Since(start)))
 				return nil
 			}
 			// A check cut short by the wait's end says less than the one before it; a
@@ -110,7 +110,7 @@ func (p *Process) httpCheck() readyCheck {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return false, "error: " + tasks.ErrorCause(err)
+			return false, "error: " + progress.ErrorCause(err)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
@@ -123,7 +123,7 @@ func tcpCheck(addr string) readyCheck {
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			return false, "error: " + tasks.ErrorCause(err)
+			return false, "error: " + progress.ErrorCause(err)
 		}
 		_ = conn.Close()
 		return true, "connected"

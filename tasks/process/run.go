@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/command"
 )
 
 // recreateStopTimeout is how long a process replaced because of recreate has to exit
@@ -242,7 +243,7 @@ func (p *Process) resolveProgram() (string, error) {
 
 // startError turns a failed start into `start "prog": reason`.
 func (p *Process) startError(err error) error {
-	err = tasks.StartCause(p.Dir, err)
+	err = command.StartCause(p.Dir, err)
 	return fmt.Errorf("start %q: %w", p.program(), err)
 }
 

@@ -1,6 +1,8 @@
 package process
 
 import (
+	"github.com/flowdev/flow/tasks"
+
 	"bufio"
 	"context"
 	"errors"
@@ -394,7 +396,7 @@ func TestReadyURL(t *testing.T) {
 		tls      bool
 		handler  http.HandlerFunc
 		insecure bool
-		timeout  string
+		timeout  tasks.Duration
 		wantErr  string // in the error; "" means ready
 	}{
 		{name: "200", handler: status(200)},

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/progress"
 )
 
 // Tests shorten these.
@@ -44,7 +44,7 @@ func stop(ctx context.Context, out io.Writer, rec record, sig syscall.Signal, ti
 	gone, err := waitGone(ctx, rec, timeout)
 	if err != nil || gone {
 		if gone {
-			fmt.Fprintf(out, "%s stopped after %s\n", rec.label(), tasks.RoundElapsed(time.Since(started)))
+			fmt.Fprintf(out, "%s stopped after %s\n", rec.label(), progress.RoundElapsed(time.Since(started)))
 		}
 		return err
 	}
@@ -58,7 +58,7 @@ func stop(ctx context.Context, out io.Writer, rec record, sig syscall.Signal, ti
 	if !gone {
 		return fmt.Errorf("stop %s: still running %s after SIGKILL", rec.label(), killWait)
 	}
-	fmt.Fprintf(out, "%s killed after %s\n", rec.label(), tasks.RoundElapsed(time.Since(started)))
+	fmt.Fprintf(out, "%s killed after %s\n", rec.label(), progress.RoundElapsed(time.Since(started)))
 	return nil
 }
 

@@ -16,9 +16,9 @@ import (
 // ProcessStop stops the process a pid file written by the process task names. It is
 // the hcl config struct of the process_stop task type.
 type ProcessStop struct {
-	PIDFile     string `hcl:"pid_file" doc:"Pid file the process task wrote. A missing file, or one naming a process that no longer runs, means the process is already stopped."`
-	Signal      string `hcl:"signal,optional" doc:"Signal sent first: HUP, INT, QUIT, KILL, TERM, USR1 or USR2 (a SIG prefix is allowed); default \"TERM\"."`
-	StopTimeout string `hcl:"stop_timeout,optional" doc:"How long the process has to exit after the signal before it gets SIGKILL; default \"30s\"."`
+	PIDFile     string         `hcl:"pid_file" doc:"Pid file the process task wrote. A missing file, or one naming a process that no longer runs, means the process is already stopped."`
+	Signal      string         `hcl:"signal,optional" doc:"Signal sent first: HUP, INT, QUIT, KILL, TERM, USR1 or USR2 (a SIG prefix is allowed); default \"TERM\"."`
+	StopTimeout tasks.Duration `hcl:"stop_timeout,optional" doc:"How long the process has to exit after the signal before it gets SIGKILL; default \"30s\"."`
 }
 
 func registerStop(r *tasks.Registry) error {
@@ -108,19 +108,7 @@ func (s *ProcessStop) signal() (syscall.Signal, error) {
 }
 
 func (s *ProcessStop) timeout() (time.Duration, error) {
-	return parseDuration("stop_timeout", s.StopTimeout, "30s")
-}
-
-// parseDuration parses a positive duration attribute, def when empty.
-func parseDuration(attr, value, def string) (time.Duration, error) {
-	if value == "" {
-		value = def
-	}
-	d, err := time.ParseDuration(value)
-	if err != nil || d <= 0 {
-		return 0, &tasks.AttrError{Attr: attr, Err: errors.New(`must be a positive duration such as "90s" or "5m"`)}
-	}
-	return d, nil
+	return s.StopTimeout.Positive("stop_timeout", 30*time.Second)
 }
 
 // stdout is where progress goes; an Env without one discards it.

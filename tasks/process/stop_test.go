@@ -1,6 +1,8 @@
 package process
 
 import (
+	"github.com/flowdev/flow/tasks"
+
 	"context"
 	"errors"
 	"os"
@@ -41,7 +43,7 @@ func TestStop(t *testing.T) {
 		name        string
 		argv        []string
 		signal      string
-		timeout     string
+		timeout     tasks.Duration
 		minTime     time.Duration
 		wantPrinted []string
 	}{

@@ -17,6 +17,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
+	"github.com/flowdev/flow/tasks/internal/progress"
 )
 
 // httpKind is ready when a GET of url answers with an expected status and, if
@@ -150,16 +152,16 @@ func (p *httpProbe) check(ctx context.Context) (bool, string, error) {
 		return false, errorState(err), nil
 	}
 	defer resp.Body.Close()
-	capture := tasks.NewCapture(nil)
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, tasks.CaptureLimit+1))
+	capture := output.NewCapture(nil)
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, output.CaptureLimit+1))
 	_, _ = capture.Write(raw)
-	raw = raw[:min(len(raw), tasks.CaptureLimit)]
+	raw = raw[:min(len(raw), output.CaptureLimit)]
 	state := fmt.Sprintf("status %d", resp.StatusCode)
 	switch {
 	case !slices.Contains(p.expect, resp.StatusCode):
 		return false, state, nil
 	case err != nil:
-		return false, state + ", error reading body: " + tasks.ErrorCause(err), nil
+		return false, state + ", error reading body: " + progress.ErrorCause(err), nil
 	case p.bodyMatch != nil && !p.bodyMatch.Match(raw):
 		return false, fmt.Sprintf("%s, body %s does not match %q", state, snippet(capture.String()), p.bodyMatch), nil
 	}

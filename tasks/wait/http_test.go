@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
@@ -74,7 +74,7 @@ func TestHTTP(t *testing.T) {
 			_, _ = fmt.Fprint(w, "fine")
 		}, wantStatus: 200, wantBody: "fine"},
 		{name: "body capped at 64 KiB", handler: reply(200, strings.Repeat("x", 100<<10)), wait: WaitReady{BodyMatch: "^x+$"},
-			wantStatus: 200, wantBody: strings.Repeat("x", tasks.CaptureLimit)},
+			wantStatus: 200, wantBody: strings.Repeat("x", output.CaptureLimit)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // karmadaClustersKind is ready when every Karmada Cluster named in clusters exists
@@ -99,7 +100,7 @@ func clusterNotReady(c *unstructured.Unstructured) string {
 }
 
 func (p *karmadaClustersProbe) outputs() tasks.Outputs {
-	return tasks.Outputs{"clusters": tasks.StringList(p.names)}
+	return tasks.Outputs{"clusters": output.StringList(p.names)}
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/progress"
 )
 
 // probe checks readiness once. A check that may pass later (connection refused, wrong
@@ -99,4 +100,4 @@ func (w *WaitReady) checkPresence(k *kind) error {
 }
 
 // errorState describes a failed check by its cause.
-func errorState(err error) string { return "error: " + tasks.ErrorCause(err) }
+func errorState(err error) string { return "error: " + progress.ErrorCause(err) }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // nodesKind is ready when at least min_count Nodes exist and every one of them has
@@ -76,7 +77,7 @@ func nodeNotReady(n *corev1.Node) string {
 }
 
 func (p *nodesProbe) outputs() tasks.Outputs {
-	return tasks.Outputs{"nodes": tasks.StringList(p.names)}
+	return tasks.Outputs{"nodes": output.StringList(p.names)}
 }
 
 var (

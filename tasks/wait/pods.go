@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/output"
 )
 
 // podsKind is ready when at least min_count pods in namespace match selector and
@@ -104,7 +105,7 @@ func podNotReady(p *corev1.Pod) string {
 
 func (p *podsProbe) outputs() tasks.Outputs {
 	if len(p.ready) == 0 {
-		return tasks.Outputs{"pods": cty.ListValEmpty(podObject), "pod_ips": tasks.StringList(nil)}
+		return tasks.Outputs{"pods": cty.ListValEmpty(podObject), "pod_ips": output.StringList(nil)}
 	}
 	var objs []cty.Value
 	var ips []string
@@ -115,7 +116,7 @@ func (p *podsProbe) outputs() tasks.Outputs {
 		}))
 		ips = append(ips, pod.Status.PodIP)
 	}
-	return tasks.Outputs{"pods": cty.ListVal(objs), "pod_ips": tasks.StringList(ips)}
+	return tasks.Outputs{"pods": cty.ListVal(objs), "pod_ips": output.StringList(ips)}
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/progress"
 )
 
 // progressEvery is how often a wait reports that it is still waiting; tests shorten it.
@@ -39,8 +40,8 @@ func poll(ctx context.Context, env *tasks.Env, what string, p probe, t timing) (
 	fmt.Fprintf(w.out, "waiting for %s (up to %s, checking every %s)\n", what, t.wait, t.interval)
 	waitCtx, cancel := context.WithTimeout(ctx, t.wait)
 	defer cancel()
-	progress := time.NewTicker(progressEvery)
-	defer progress.Stop()
+	ticker := time.NewTicker(progressEvery)
+	defer ticker.Stop()
 	next := time.NewTimer(0)
 	defer next.Stop()
 
@@ -52,8 +53,8 @@ func poll(ctx context.Context, env *tasks.Env, what string, p probe, t timing) (
 		case <-next.C:
 			inFlight, checkStart = true, time.Now()
 			go func() { results <- checkOnce(waitCtx, p, t.request) }()
-		case <-progress.C:
-			fmt.Fprintf(w.out, "still waiting for %s (%s, last: %s)\n", what, tasks.RoundElapsed(time.Since(w.start)), w.lastState())
+		case <-ticker.C:
+			fmt.Fprintf(w.out, "still waiting for %s (%s, last: %s)\n", what, progress.RoundElapsed(time.Since(w.start)), w.lastState())
 		case r := <-results:
 			inFlight = false
 			w.saw(r)
@@ -97,7 +98,7 @@ func (w *waiter) end(ctx context.Context, r checkResult, limit time.Duration) (t
 	case r.err != nil:
 		return elapsed, fmt.Errorf("wait for %s: %w", w.what, r.err)
 	case r.ready:
-		fmt.Fprintf(w.out, "%s ready after %s\n", w.what, tasks.RoundElapsed(elapsed))
+		fmt.Fprintf(w.out, "%s ready after %s\n", w.what, progress.RoundElapsed(elapsed))
 		return elapsed, nil
 	default:
 		return elapsed, fmt.Errorf("wait for %s: not ready after %s: last %s", w.what, limit, w.lastState())
@@ -112,7 +113,7 @@ func checkOnce(ctx context.Context, p probe, limit time.Duration) checkResult {
 	start := time.Now()
 	ready, state, err := p.check(checkCtx)
 	if !ready && err == nil && checkCtx.Err() == context.DeadlineExceeded {
-		state = "no answer within " + tasks.RoundElapsed(time.Since(start)).String()
+		state = "no answer within " + progress.RoundElapsed(time.Since(start)).String()
 	}
 	// A dial's own deadline can expire a moment before ctx reports it, and client-go's
 	// rate limiter refuses a request at once when its wait would pass the deadline:

@@ -1,6 +1,8 @@
 package wait
 
 import (
+	"github.com/flowdev/flow/tasks"
+
 	"context"
 	"errors"
 	"fmt"
@@ -62,8 +64,8 @@ func TestProgress(t *testing.T) {
 func TestNoAnswer(t *testing.T) {
 	tests := []struct {
 		name           string
-		requestTimeout string
-		waitTimeout    string
+		requestTimeout tasks.Duration
+		waitTimeout    tasks.Duration
 		minUnanswered  time.Duration // the last check went unanswered at least this long
 	}{
 		{"request_timeout", "100ms", "350ms", 95 * time.Millisecond},
@@ -80,7 +82,7 @@ func TestNoAnswer(t *testing.T) {
 				t.Errorf("Run took %v, want about %s", took, tt.waitTimeout)
 			}
 			m := lastState.FindStringSubmatch(fmt.Sprint(err))
-			if m == nil || m[1] != tt.waitTimeout {
+			if m == nil || m[1] != string(tt.waitTimeout) {
 				t.Fatalf("Run error = %v, want it to match %s with %s", err, lastState, tt.waitTimeout)
 			}
 			if d, perr := time.ParseDuration(m[2]); perr != nil || d < tt.minUnanswered || d > time.Second {

@@ -2,7 +2,6 @@ package wait
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -36,9 +35,9 @@ type WaitReady struct {
 	ObjectKind      string            `hcl:"object_kind,optional" doc:"condition: kind of the object, such as \"Deployment\" or \"ResourceBinding\". Required for that kind."`
 	Condition       string            `hcl:"condition,optional" doc:"condition: type of the status condition, such as \"Ready\" or \"Scheduled\". Required for that kind."`
 	ConditionStatus string            `hcl:"condition_status,optional" doc:"condition: status the condition must have: \"True\", \"False\" or \"Unknown\"; default \"True\"."`
-	Interval        string            `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
-	WaitTimeout     string            `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
-	RequestTimeout  string            `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
+	Interval        tasks.Duration    `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
+	WaitTimeout     tasks.Duration    `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
+	RequestTimeout  tasks.Duration    `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
 }
 
 // Register adds the wait_ready task type to r.
@@ -137,24 +136,15 @@ type timing struct {
 
 func (w *WaitReady) timing() (timing, error) {
 	var t timing
-	for _, d := range []struct {
-		attr, value, def string
-		out              *time.Duration
-	}{
-		{"interval", w.Interval, "1s", &t.interval},
-		{"wait_timeout", w.WaitTimeout, "5m", &t.wait},
-		{"request_timeout", w.RequestTimeout, "5s", &t.request},
-	} {
-		if d.value == "" {
-			d.value = d.def
-		}
-		v, err := time.ParseDuration(d.value)
-		if err != nil || v <= 0 {
-			return t, &tasks.AttrError{Attr: d.attr, Err: errors.New(`must be a positive duration such as "90s" or "5m"`)}
-		}
-		*d.out = v
+	var err error
+	if t.interval, err = w.Interval.Positive("interval", time.Second); err != nil {
+		return t, err
 	}
-	return t, nil
+	if t.wait, err = w.WaitTimeout.Positive("wait_timeout", 5*time.Minute); err != nil {
+		return t, err
+	}
+	t.request, err = w.RequestTimeout.Positive("request_timeout", 5*time.Second)
+	return t, err
 }
 
 func (w *WaitReady) insecure() bool { return w.Insecure != nil && *w.Insecure }

@@ -144,7 +144,7 @@ func TestValidate(t *testing.T) {
 		{Name: "condition with space", Task: cond(func(w *WaitReady) { w.Condition = "Fully Ready" }), Attr: "condition", Msg: "must not contain spaces"},
 		{Name: "condition_status lower case", Task: cond(func(w *WaitReady) { w.ConditionStatus = "true" }), Attr: "condition_status", Msg: `must be "True", "False" or "Unknown", not "true"`},
 
-		{Name: "interval unitless", Task: with(tcp("h:1"), func(w *WaitReady) { w.Interval = "1" }), Attr: "interval", Msg: "positive duration"},
+		{Name: "interval unitless", Task: with(tcp("h:1"), func(w *WaitReady) { w.Interval = "1" }), Attr: "interval", Msg: "is not a duration"},
 		{Name: "wait_timeout negative", Task: with(tcp("h:1"), func(w *WaitReady) { w.WaitTimeout = "-1s" }), Attr: "wait_timeout", Msg: "positive duration"},
 		{Name: "request_timeout zero", Task: with(web("http://h/"), func(w *WaitReady) { w.RequestTimeout = "0s" }), Attr: "request_timeout", Msg: "positive duration"},
 	})

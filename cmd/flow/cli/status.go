@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -299,14 +299,13 @@ secrets redacted. While a run is in progress it prints the output captured so fa
 	return cmd
 }
 
-// normalizeAddress accepts TYPE.NAME[KEY] without quotes, as shells tend to leave it.
+// normalizeAddress accepts keys without quotes, TYPE.NAME[KEY] and
+// module.NAME[KEY].TYPE.NAME[KEY], as shells tend to leave them.
 func normalizeAddress(addr string) string {
-	i := strings.IndexByte(addr, '[')
-	if i < 0 || !strings.HasSuffix(addr, "]") || strings.HasPrefix(addr[i+1:], `"`) {
-		return addr
-	}
-	return fmt.Sprintf("%s[%q]", addr[:i], addr[i+1:len(addr)-1])
+	return bareKey.ReplaceAllStringFunc(addr, func(k string) string { return fmt.Sprintf("[%q]", k[1:len(k)-1]) })
 }
+
+var bareKey = regexp.MustCompile(`\[([^"\]]*)\]`)
 
 func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	addr = normalizeAddress(addr)

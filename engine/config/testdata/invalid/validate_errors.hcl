@@ -50,3 +50,13 @@ task "exec" "fraction" {
     attempts = 1.5 # ERROR: Invalid retry attempts
   }
 }
+
+task "needs" "duration" {
+  target = "x"
+  within = "5 minutes" # ERROR: Invalid needs task # ERROR: needs.duration: within: "5 minutes" is not a duration such as "90s" or "5m"
+}
+
+task "needs" "negative" {
+  target = "x"
+  within = "-1s" # ERROR: needs.negative: within: "-1s" must not be negative
+}

@@ -1,4 +1,4 @@
-package tasks
+package output
 
 import (
 	"bytes"

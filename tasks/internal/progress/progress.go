@@ -1,14 +1,12 @@
-package tasks
+// Package progress holds what progress lines and task states say about time and
+// errors: elapsed times rounded to stay readable, and an error's cause without the
+// layers that repeat the address.
+package progress
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
-	"os"
-	osexec "os/exec"
-	"syscall"
 	"time"
 )
 
@@ -30,26 +28,6 @@ func ErrorCause(err error) string {
 		}
 		err = next
 	}
-}
-
-// StartCause explains why starting a program in dir failed, for callers that
-// prefix it with `start "prog": `. It drops os/exec's "exec: NAME:" prefix, and
-// blames a missing or non-directory dir instead of the program, which is what
-// fork/exec's message does.
-func StartCause(dir string, err error) error {
-	var ee *osexec.Error
-	if errors.As(err, &ee) {
-		err = ee.Err
-	}
-	if dir != "" {
-		var pe *fs.PathError
-		if fi, serr := os.Stat(dir); errors.As(serr, &pe) {
-			err = fmt.Errorf("dir %s: %w", dir, pe.Err)
-		} else if serr == nil && !fi.IsDir() {
-			err = fmt.Errorf("dir %s: %w", dir, syscall.ENOTDIR)
-		}
-	}
-	return err
 }
 
 // RoundElapsed keeps durations readable in progress lines: milliseconds below a

@@ -1,4 +1,4 @@
-package tasks
+package output
 
 import (
 	"io"
@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // CaptureLimit bounds each captured output: the first 64 KiB are kept.
@@ -49,12 +51,12 @@ func NewStdoutCapture(stream io.Writer, sensitive bool) *Capture {
 	return NewSensitiveCapture()
 }
 
-// Value returns String as a cty string, marked with SensitiveMark when the
+// Value returns String as a cty string, marked with tasks.SensitiveMark when the
 // capture is sensitive.
 func (c *Capture) Value() cty.Value {
 	v := cty.StringVal(c.String())
 	if c.sensitive {
-		return v.Mark(SensitiveMark)
+		return v.Mark(tasks.SensitiveMark)
 	}
 	return v
 }
