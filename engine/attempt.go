@@ -63,7 +63,10 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 	}
 	res.retry = ev.retry
 	res.fingerprint, res.attrHashes = fingerprint(inst.Task, ev.inputs)
-	if n == 1 {
+	if n == 1 && anySelects(c.opts.Replace, inst.Addr) {
+		res.reason = "replaced (--replace)"
+		c.say("%s: %s; running it", inst.Addr, res.reason)
+	} else if n == 1 {
 		if value, why, ok := c.plan.restore(inst, ev, c.opts.Previous[inst.Addr], res.fingerprint, res.attrHashes); ok {
 			res.kind, res.value, res.reason = outcomeUpToDate, value, why
 			return res

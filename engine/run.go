@@ -22,6 +22,9 @@ type Options struct {
 	Store    Checkpointer
 	// Previous holds the records of the run being resumed, by address; nil for a new run.
 	Previous map[string]*state.Instance
+	// Replace lists addresses (or task and module prefixes, as for Plan.Select) whose
+	// previous success does not stand: they run again.
+	Replace []string
 	// Out receives task output, prefixed by address, and one line per state change.
 	Out    io.Writer
 	Logger hclog.Logger

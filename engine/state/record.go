@@ -40,7 +40,9 @@ type Run struct {
 	Resumes    int              `json:"resumes,omitempty"`
 	PID        int              `json:"pid,omitempty"`
 	Outputs    map[string]Value `json:"outputs,omitempty"`
-	Error      string           `json:"error,omitempty"`
+	// SensitiveOutputs names the outputs left out of Outputs because they are secret.
+	SensitiveOutputs []string `json:"sensitive_outputs,omitempty"`
+	Error            string   `json:"error,omitempty"`
 }
 
 // Instance is the record of one task instance of a run, keyed by its
