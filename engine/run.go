@@ -78,6 +78,7 @@ func NewRunner(p *Plan, opts Options) *Runner {
 			cp := *prev
 			rec = &cp
 		}
+		rec.Order = p.Instances[addr].order
 		r.records[addr] = rec
 		r.captures[addr] = &capture{}
 	}

@@ -63,6 +63,7 @@ type Instance struct {
 	Fingerprint string            `json:"fingerprint,omitempty"`
 	AttrHashes  map[string]string `json:"attr_hashes,omitempty"`
 	Redacted    bool              `json:"redacted,omitempty"` // outputs held a secret and were not stored
+	Order       int               `json:"order,omitempty"`    // position in the plan, for listing
 }
 
 // check reports whether r can be stored.

@@ -469,8 +469,8 @@ func TestFmt(t *testing.T) {
 	orig, _ := os.ReadFile(path)
 
 	r := h.expect(ExitTaskFailed, "fmt", "--check", path)
-	if r.stdout != "$TMP/unformatted.hcl\n" {
-		t.Errorf("fmt --check: %q", r.stdout)
+	if !strings.HasPrefix(r.stdout, "$TMP/unformatted.hcl\n--- $TMP/unformatted.hcl\n+++ $TMP/unformatted.hcl (formatted)\n@@") {
+		t.Errorf("fmt --check lacks the name and a diff: %q", r.stdout)
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
 		t.Error("fmt --check changed the file")

@@ -52,10 +52,10 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
 	switch {
 	case run == nil:
 		fmt.Fprintln(c.stdout, "A new run would:")
-	case run.Status == state.Succeeded || !sel.selective():
+	case run.Status != state.Succeeded:
 		fmt.Fprintf(c.stdout, "Resuming run %d would:\n", run.ID)
 	default:
-		fmt.Fprintf(c.stdout, "A new run from run %d would:\n", run.ID)
+		fmt.Fprintf(c.stdout, "A new run from the checkpoints of run %d would:\n", run.ID)
 	}
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -101,6 +101,7 @@ func (c *CLI) previousFor(path string, selective bool) (map[string]*state.Instan
 
 func (c *CLI) validateCmd() *cobra.Command {
 	var v varFlags
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "validate PATH",
 		Short: "Check a flow without running anything",
@@ -109,9 +110,13 @@ for_each keys, and dependency cycles. Every error is reported with its file, lin
 column. Variables without a value are treated as unknown, so a flow can be checked
 before its secrets are at hand.`,
 		Example: `  flow validate flows/demo.hcl
-  flow validate flows/ --var members='["a"]'`,
+  flow validate flows/ --var members='["a"]'
+  flow validate --json flows/demo.hcl | jq '.diagnostics[]'`,
 		Args: exactArgs(1, "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON {
+				return c.validateJSON(args[0], v)
+			}
 			l, err := c.load(args[0], v, nil, true)
 			if err != nil {
 				return err
@@ -121,5 +126,6 @@ before its secrets are at hand.`,
 		},
 	}
 	v.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result and every diagnostic as one JSON object")
 	return cmd
 }

@@ -148,13 +148,16 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	if err != nil {
 		return fail(ExitInvalid, err)
 	}
+	verb := "Resuming"
 	if run == nil {
 		// --target and --replace act on what the latest run of this flow left.
-		var from *state.Run
+		verb = "Starting"
 		if f.selective() && latest != nil && latest.Flow == absPath(path) {
-			from = latest
+			verb = fmt.Sprintf("From the checkpoints of run %d, starting", latest.ID)
+			run, previous, err = engine.StartRun(store, l, latest)
+		} else {
+			run, previous, err = engine.StartRun(store, l, nil)
 		}
-		run, previous, err = engine.StartRun(store, l, from)
 	} else {
 		var changed bool
 		if changed, err = engine.ResumeRun(store, run, l); changed {
@@ -164,7 +167,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	if err != nil {
 		return fail(ExitInvalid, err)
 	}
-	return c.runPlan(ctx, store, src, run, l, plan, previous, f)
+	return c.runPlan(ctx, store, src, run, l, plan, previous, f, verb)
 }
 
 func absPath(p string) string {
@@ -176,15 +179,11 @@ func absPath(p string) string {
 
 // runPlan executes plan (all of l's plan, or the part --target selected) with signal
 // handling and the live status endpoint, then records and prints the outcome.
-func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *engine.Loaded, plan *engine.Plan, previous map[string]*state.Instance, f execFlags) error {
+func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *engine.Loaded, plan *engine.Plan, previous map[string]*state.Instance, f execFlags, verb string) error {
 	runner := engine.NewRunner(plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
 		Previous: previous, Replace: f.replace, Out: c.stdout, Logger: c.logger(plan.Scope.Redact),
 	})
-	verb := "Starting"
-	if previous != nil {
-		verb = "Resuming"
-	}
 	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)
 	src.start(run, runner)
 	began := time.Now()

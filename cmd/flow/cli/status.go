@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,10 +22,19 @@ import (
 
 // statusDoc is the `flow status --json` contract.
 type statusDoc struct {
-	RunID  uint64    `json:"run_id"`
-	Flow   string    `json:"flow"`
-	Status string    `json:"status"`
-	Tasks  []taskDoc `json:"tasks"`
+	RunID   uint64               `json:"run_id"`
+	Flow    string               `json:"flow"`
+	Status  string               `json:"status"`
+	Tasks   []taskDoc            `json:"tasks"`
+	Outputs map[string]outputDoc `json:"outputs"`
+}
+
+// outputDoc is one flow output in `flow status --json` and `flow output --json`: its
+// value and type in cty's JSON encoding; a sensitive one has neither.
+type outputDoc struct {
+	Value     json.RawMessage `json:"value"`
+	Type      json.RawMessage `json:"type"`
+	Sensitive bool            `json:"sensitive"`
 }
 
 type taskDoc struct {
@@ -37,7 +47,17 @@ type taskDoc struct {
 }
 
 func newStatusDoc(run *state.Run, status string, recs []state.Instance) statusDoc {
-	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}}
+	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}
+	for name, v := range run.Outputs {
+		doc.Outputs[name] = outputDoc{Value: v.Value, Type: v.Type}
+	}
+	for _, name := range run.SensitiveOutputs {
+		doc.Outputs[name] = outputDoc{Value: json.RawMessage("null"), Type: json.RawMessage("null"), Sensitive: true}
+	}
+	// Plan order, as the run recorded it; records from before it did tie and fall
+	// back to address order.
+	recs = slices.Clone(recs)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Order < recs[j].Order })
 	for _, r := range recs {
 		doc.Tasks = append(doc.Tasks, taskDoc{Address: r.Address, Status: string(r.Status), Attempts: r.Attempts,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error})
@@ -74,11 +94,9 @@ func (s *liveSource) Status() any {
 	run, runner := s.run, s.runner
 	s.mu.Unlock()
 	if runner == nil {
-		return statusDoc{Status: string(state.Running), Tasks: []taskDoc{}}
+		return statusDoc{Status: string(state.Running), Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}
 	}
-	recs := runner.Snapshot()
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Address < recs[j].Address }) // as the store orders them
-	return newStatusDoc(run, string(state.Running), recs)
+	return newStatusDoc(run, string(state.Running), runner.Snapshot())
 }
 
 func (s *liveSource) Log(addr string) ([]byte, bool) {
@@ -146,9 +164,7 @@ is in progress: the running flow process answers then.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
+				return writeJSON(c.stdout, doc)
 			}
 			printStatus(c.stdout, doc)
 			return nil

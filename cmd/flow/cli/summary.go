@@ -51,7 +51,9 @@ func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner,
 	}
 	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
 	c.printOutputs(res.Outputs)
-	if res.Status != state.Succeeded {
+	if run.Status == state.Pending {
+		fmt.Fprintf(w, "The instances --target left out have not run: the run is unfinished; %q runs them.\n", hint)
+	} else if res.Status != state.Succeeded {
 		fmt.Fprintf(w, "Continue with %q; see \"flow status\" and \"flow logs ADDRESS\".\n", hint)
 	}
 }
