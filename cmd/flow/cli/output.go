@@ -2,8 +2,8 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
