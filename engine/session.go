@@ -202,3 +202,23 @@ func allSucceeded(store *state.Store, runID uint64, p *Plan) (bool, error) {
 	}
 	return true, nil
 }
+
+// StartDestroy creates the record of a destroy run that undoes target's instances,
+// with target's variables.
+func StartDestroy(store *state.Store, target *state.Run, l *Loaded) (*state.Run, error) {
+	run := &state.Run{Flow: target.Flow, FlowHash: l.Flow.Hash, Status: state.Running,
+		StartedAt: time.Now().UTC(), PID: os.Getpid(), Destroys: target.ID}
+	if err := RecordVars(run, l); err != nil {
+		return nil, err
+	}
+	return run, store.CreateRun(run)
+}
+
+// FinishDestroy records how a destroy run ended.
+func FinishDestroy(store *state.Store, run *state.Run, res *Result, runErr error) error {
+	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
+	if runErr != nil {
+		run.Status, run.Error = state.Failed, runErr.Error()
+	}
+	return store.PutRun(run)
+}

@@ -21,6 +21,9 @@ type Type struct {
 	Outputs []Output
 	// Example is a complete task block, shown by `flow tasks NAME`.
 	Example string
+	// Undo says what `flow destroy` does with what the task made: how a Destroyer
+	// undoes it, that there is nothing to undo (UndoNothing), or why it cannot.
+	Undo string
 }
 
 // Output declares one output attribute of a task type.

@@ -43,6 +43,9 @@ type Run struct {
 	// SensitiveOutputs names the outputs left out of Outputs because they are secret.
 	SensitiveOutputs []string `json:"sensitive_outputs,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// Destroys is, for a run of `flow destroy`, the id of the run whose instances it
+	// undoes; 0 for a run of the flow itself.
+	Destroys uint64 `json:"destroys,omitempty"`
 }
 
 // Instance is the record of one task instance of a run, keyed by its

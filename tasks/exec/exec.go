@@ -45,6 +45,7 @@ normally are not stopped.`,
 			{Name: "stdout", Type: cty.String, Doc: "Standard output, trimmed of surrounding whitespace, first 64 KiB."},
 			{Name: "stderr", Type: cty.String, Doc: "Standard error, trimmed of surrounding whitespace, first 64 KiB."},
 		},
+		Undo: "Cannot be undone: flow destroy does not know what a command or script did, so it leaves it as it is. Undo it with tasks of a type that can be, or by hand.",
 		Example: `task "exec" "build" {
   command       = ["go", "build", "-o", "bin/flow", "."]
   dir           = "src"

@@ -132,6 +132,7 @@ etcd's host data.`,
 			{Name: "kubeconfig", Type: cty.String, Doc: "Path of the Karmada API server's kubeconfig, karmada_data/karmada-apiserver.config.", Clean: true},
 			{Name: "karmada_data", Type: cty.String, Doc: "The absolute karmada_data directory.", Clean: true},
 		},
+		Undo: "Cannot be undone by flow destroy: the control plane it installed stays (karmadactl deinit removes it).",
 		Example: `task "karmadactl_init" "karmada" {
   kubeconfig             = "/etc/flow/host.kubeconfig"
   karmada_data           = "/var/lib/flow/karmada"

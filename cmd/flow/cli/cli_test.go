@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
+	"github.com/flowdev/flow/tasks/process"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -21,6 +22,9 @@ func testRegistry(t *testing.T) *tasks.Registry {
 	t.Helper()
 	reg := tasks.NewRegistry()
 	if err := exec.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := process.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	return reg
@@ -186,17 +190,17 @@ func flowPath(name string) string { return filepath.Join("testdata", "flows", na
 func TestTasks(t *testing.T) {
 	h := newHarness(t)
 	r := h.expect(ExitOK, "tasks")
-	if !strings.HasPrefix(r.stdout, "exec  Run a local command or shell script") {
+	if !strings.HasPrefix(r.stdout, "exec          Run a local command or shell script") {
 		t.Errorf("tasks: %q", r.stdout)
 	}
 	r = h.expect(ExitOK, "tasks", "exec")
-	for _, want := range []string{"Attributes:", "command", "list(string)", "ok_exit_codes", "Outputs:", "exit_code", "Example:"} {
+	for _, want := range []string{"Attributes:", "command", "list(string)", "ok_exit_codes", "Outputs:", "exit_code", "Undo (flow destroy): Cannot be undone", "Example:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("tasks exec lacks %q", want)
 		}
 	}
 	r = h.expect(ExitInvalid, "tasks", "exce")
-	if !strings.Contains(r.stderr, `no task type "exce"; known types: exec`) {
+	if !strings.Contains(r.stderr, `no task type "exce"; known types: exec, process, process_stop`) {
 		t.Errorf("tasks exce: %q", r.stderr)
 	}
 	golden(t, "tasks.txt", h.log.String())

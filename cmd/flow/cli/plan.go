@@ -89,7 +89,7 @@ func (c *CLI) previousFor(path string, selective bool) (map[string]*state.Instan
 	}
 	defer store.Close()
 	run, err := store.LatestRun()
-	if err != nil || run == nil || (run.Status == state.Succeeded && !selective) || run.Flow != absPath(path) {
+	if err != nil || run == nil || run.Destroys != 0 || (run.Status == state.Succeeded && !selective) || run.Flow != absPath(path) {
 		return nil, nil, nil, err
 	}
 	previous, base, err := engine.RunInputs(store, run)

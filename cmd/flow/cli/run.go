@@ -128,6 +128,12 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	switch {
 	case path == "" && latest == nil:
 		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", store.Path())
+	case latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded:
+		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with \"flow destroy\"",
+			latest.ID, latest.Destroys, effectiveStatus(latest))
+	case path == "" && latest.Destroys != 0:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with \"flow run %s\".\n", latest.ID, latest.Destroys, displayPath(latest.Flow))
+		return nil
 	case path == "" && latest.Status == state.Succeeded && !f.selective():
 		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with \"flow run %s\".\n", latest.ID, displayPath(latest.Flow))
 		return nil
@@ -152,7 +158,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	if run == nil {
 		// --target and --replace act on what the latest run of this flow left.
 		verb = "Starting"
-		if f.selective() && latest != nil && latest.Flow == absPath(path) {
+		if f.selective() && latest != nil && latest.Destroys == 0 && latest.Flow == absPath(path) {
 			verb = fmt.Sprintf("From the checkpoints of run %d, starting", latest.ID)
 			run, previous, err = engine.StartRun(store, l, latest)
 		} else {

@@ -284,8 +284,12 @@ func (c *CLI) runsCmd() *cobra.Command {
 				if r.FinishedAt != nil {
 					dur = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
 				}
+				flow := displayPath(r.Flow)
+				if r.Destroys != 0 {
+					flow = fmt.Sprintf("destroy of run %d: %s", r.Destroys, flow)
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, effectiveStatus(r),
-					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, displayPath(r.Flow))
+					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, flow)
 			}
 			return tw.Flush()
 		},

@@ -63,6 +63,7 @@ func (c *CLI) describeType(t *tasks.Type) error {
 		}
 		tw.Flush()
 	}
+	fmt.Fprintf(w, "\nUndo (flow destroy): %s\n", t.UndoText())
 	if t.Example != "" {
 		fmt.Fprintf(w, "\nExample:\n\n%s\n", indent(strings.TrimSpace(t.Example), "  "))
 	}
