@@ -88,8 +88,12 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult) {
 	capt := c.captures[inst.Addr]
 	prefix := "[" + inst.Addr + "] "
-	stdout := &lineWriter{prefix: prefix, console: c.console, capture: capt, redact: c.plan.Scope.Redact}
-	stderr := &lineWriter{prefix: prefix, console: c.console, capture: capt, redact: c.plan.Scope.Redact}
+	cons := c.console
+	if c.opts.Live {
+		cons = nil
+	}
+	stdout := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
+	stderr := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
 	if res.attempt > 1 {
 		capt.append([]byte(fmt.Sprintf("--- attempt %d ---\n", res.attempt)))
 		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.retry.Attempts)

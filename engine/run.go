@@ -30,6 +30,9 @@ type Options struct {
 	Logger hclog.Logger
 	// ProgressEvery is how often a line reports instances still running; 0 means 10s.
 	ProgressEvery time.Duration
+	// Live leaves task output and "still running" lines out of Out: a live view
+	// (LastLine, Snapshot) shows them instead. Output is still captured for logs.
+	Live bool
 }
 
 // Result is what an execution ends with.
@@ -105,6 +108,17 @@ func (r *Runner) Log(addr string) ([]byte, bool) {
 		return nil, false
 	}
 	return c.bytes(), true
+}
+
+// LastLine returns the last line addr wrote so far, or "".
+func (r *Runner) LastLine(addr string) string {
+	r.mu.Lock()
+	c, ok := r.captures[addr]
+	r.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	return c.lastLine()
 }
 
 // update changes addr's live record under the lock and returns a copy.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 type execFlags struct {
 	varFlags
 	selectFlags
+	progressFlag
 	parallelism int
 	failFast    bool
 }
@@ -30,6 +32,7 @@ type execFlags struct {
 func (e *execFlags) add(cmd *cobra.Command) {
 	e.varFlags.add(cmd)
 	e.selectFlags.add(cmd)
+	e.progressFlag.add(cmd)
 	cmd.Flags().IntVar(&e.parallelism, "parallelism", 10, "how many task instances run at once")
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
 }
@@ -96,6 +99,9 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
 func (c *CLI) execute(path string, f execFlags, fresh bool) error {
+	if _, err := f.live(c.stdout); err != nil {
+		return err
+	}
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		// A run is a batch process with a small live heap: trading some memory for less
 		// garbage collection is measurable on runs of many tasks; the soft limit keeps
@@ -186,14 +192,30 @@ func absPath(p string) string {
 // runPlan executes plan (all of l's plan, or the part --target selected) with signal
 // handling and the live status endpoint, then records and prints the outcome.
 func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *engine.Loaded, plan *engine.Plan, previous map[string]*state.Instance, f execFlags, verb string) error {
+	live, err := f.live(c.stdout)
+	if err != nil {
+		return err
+	}
+	var out io.Writer = c.stdout
+	var view *liveView
+	if live {
+		view = newLiveView(c.stdout)
+		out = view
+	}
 	runner := engine.NewRunner(plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
-		Previous: previous, Replace: f.replace, Out: c.stdout, Logger: c.logger(plan.Scope.Redact),
+		Previous: previous, Replace: f.replace, Out: out, Logger: c.logger(plan.Scope.Redact), Live: live,
 	})
 	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)
 	src.start(run, runner)
 	began := time.Now()
+	if view != nil {
+		view.start(runner)
+	}
 	res, runErr := runner.Run(ctx)
+	if view != nil {
+		view.close()
+	}
 	if res == nil {
 		return fail(ExitTaskFailed, runErr)
 	}
