@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -99,15 +98,7 @@ func (c *CLI) destroy(v varFlags) error {
 		runErr = err
 	}
 	c.destroySummary(run, res, time.Since(began), c.resumeHint(l, v))
-	switch {
-	case runErr != nil:
-		return fail(ExitTaskFailed, runErr)
-	case res.Status == state.Interrupted:
-		return reported(ExitInterrupted, errors.New("interrupted"))
-	case res.Status != state.Succeeded:
-		return reported(ExitTaskFailed, errors.New("destroy failed"))
-	}
-	return nil
+	return exitFor(res, runErr, "destroy failed")
 }
 
 func (c *CLI) destroySummary(run *state.Run, res *engine.Result, took time.Duration, hint string) {

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -45,7 +46,7 @@ the run that computed them printed (sensitive) too. --json prints one object of
 			if asJSON {
 				return writeJSON(c.stdout, doc.Outputs)
 			}
-			for _, name := range sortedKeys(doc.Outputs) {
+			for _, name := range slices.Sorted(maps.Keys(doc.Outputs)) {
 				text, err := outputText(doc.Outputs[name], false)
 				if err != nil {
 					return fail(ExitInvalid, fmt.Errorf("output %q: %w", name, err))
@@ -93,18 +94,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func outputNames(m map[string]outputDoc) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	return strings.Join(sortedKeys(m), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }

@@ -223,13 +223,19 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 		runErr = err
 	}
 	c.summary(run, res, runner, time.Since(began), c.resumeHint(l, f.varFlags))
+	return exitFor(res, runErr, "run failed")
+}
+
+// exitFor maps how an execution (a run or a destroy) ended to its exit error;
+// failed is the message of a failure the summary already reported.
+func exitFor(res *engine.Result, runErr error, failed string) error {
 	switch {
 	case runErr != nil:
 		return fail(ExitTaskFailed, runErr)
 	case res.Status == state.Interrupted:
 		return reported(ExitInterrupted, errors.New("interrupted"))
 	case res.Status != state.Succeeded:
-		return reported(ExitTaskFailed, errors.New("run failed"))
+		return reported(ExitTaskFailed, errors.New(failed))
 	}
 	return nil
 }
