@@ -123,9 +123,14 @@ func (d *destroyer) one(ctx context.Context, inst *Instance, order int) (*state.
 			return d.keep(rec, fmt.Sprintf("kept: %s, which depends on it, was not destroyed", dep), true)
 		}
 	}
-	if _, ok := inst.Task.Kind.New().(tasks.Destroyer); !ok {
+	kind := inst.Task.Kind
+	if _, ok := kind.New().(tasks.Destroyer); !ok {
 		d.kept[addr] = "" // nothing of it to wait for: its dependencies may go
-		return d.keep(rec, fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", undoGist(inst.Task.Kind.UndoText()), inst.Task.Type), false)
+		return d.keep(rec, fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", undoGist(kind.UndoText()), inst.Task.Type), false)
+	}
+	if _, set := inst.Task.Attributes[kind.UndoAttr]; kind.UndoAttr != "" && !set {
+		d.kept[addr] = ""
+		return d.keep(rec, fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type), false)
 	}
 	if err := ctx.Err(); err != nil {
 		d.kept[addr] = "interrupted"

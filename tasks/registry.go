@@ -24,6 +24,9 @@ type Type struct {
 	// Undo says what `flow destroy` does with what the task made: how a Destroyer
 	// undoes it, that there is nothing to undo (UndoNothing), or why it cannot.
 	Undo string
+	// UndoAttr, for a Destroyer, names an attribute without which an instance has
+	// nothing to undo (exec's undo script): flow destroy leaves such instances alone.
+	UndoAttr string
 }
 
 // Output declares one output attribute of a task type.

@@ -194,7 +194,7 @@ func TestTasks(t *testing.T) {
 		t.Errorf("tasks: %q", r.stdout)
 	}
 	r = h.expect(ExitOK, "tasks", "exec")
-	for _, want := range []string{"Attributes:", "command", "list(string)", "ok_exit_codes", "Outputs:", "exit_code", "Undo (flow destroy): Cannot be undone", "Example:"} {
+	for _, want := range []string{"Attributes:", "command", "list(string)", "ok_exit_codes", "Outputs:", "exit_code", "Undo (flow destroy): flow destroy runs the task's undo script", "Example:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("tasks exec lacks %q", want)
 		}

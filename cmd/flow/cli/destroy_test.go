@@ -10,8 +10,9 @@ import (
 )
 
 // TestDestroy: flow destroy stops the process a run started, with the variables the
-// run recorded and no flags, leaves the exec tasks as they are and says so, is
-// checkpointed, and says so when there is nothing left to destroy.
+// run recorded and no flags, runs an exec task's undo script after that, leaves an
+// exec task without one as it is and says so, is checkpointed, and says so when there
+// is nothing left to destroy.
 func TestDestroy(t *testing.T) {
 	h := newHarness(t)
 	dir := filepath.Join(h.tmp, "lab")
@@ -26,9 +27,10 @@ func TestDestroy(t *testing.T) {
 	r = h.expect(ExitOK, "destroy")
 	for _, want := range []string{
 		"Destroying what run 1 of testdata/flows/destroy.hcl created (destroy run 2)",
-		`exec.report: left as it is (cannot be undone; see "flow tasks exec")`,
+		`exec.report: left as it is (it sets no undo; see "flow tasks exec")`,
 		"process.sleeper: destroyed in",
-		"Destroy run 2 succeeded in <dur>: 1 destroyed, 2 left as they are.",
+		"[exec.prepare] removed run",
+		"Destroy run 2 succeeded in <dur>: 2 destroyed, 1 left as they are.",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("destroy lacks %q:\n%s", want, r.stdout)
@@ -37,8 +39,8 @@ func TestDestroy(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("process %d still runs after destroy", pid)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "run", "sleeper.pid")); !os.IsNotExist(err) {
-		t.Errorf("pid file after destroy: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("run directory after destroy (exec.prepare's undo removes it): %v", err)
 	}
 	r = h.expect(ExitOK, "destroy")
 	if r.stdout != "Nothing to destroy: run 1 was destroyed by run 2.\n" {

@@ -1,5 +1,5 @@
 # A process that outlives the run, started with a variable that flow destroy must
-# not be given again, and an exec task that cannot be undone.
+# not be given again, an exec task with an undo script and one without.
 
 variable "dir" {
   type = string
@@ -7,6 +7,7 @@ variable "dir" {
 
 task "exec" "prepare" {
   command = ["mkdir", "-p", "${var.dir}/run"]
+  undo    = "rm -rf '${var.dir}/run' && echo removed run"
 }
 
 task "process" "sleeper" {
