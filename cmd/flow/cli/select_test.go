@@ -74,3 +74,17 @@ func TestOutput(t *testing.T) {
 	}
 	golden(t, "output.txt", h.log.String())
 }
+
+func TestNormalizeAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		`exec.build`:                    `exec.build`,
+		`exec.build[m1]`:                `exec.build["m1"]`,
+		`exec.build["m1"]`:              `exec.build["m1"]`,
+		`module.member[m1].exec.x[a]`:   `module.member["m1"].exec.x["a"]`,
+		`module.member["m1"].exec.x[a]`: `module.member["m1"].exec.x["a"]`,
+	} {
+		if got := normalizeAddress(in); got != want {
+			t.Errorf("normalizeAddress(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

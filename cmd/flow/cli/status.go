@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -319,14 +319,15 @@ secrets redacted. While a run is in progress it prints the output captured so fa
 	return cmd
 }
 
-// normalizeAddress accepts TYPE.NAME[KEY] without quotes, as shells tend to leave it.
+// normalizeAddress accepts keys without quotes, as shells tend to leave them:
+// TYPE.NAME[KEY] and module.NAME[KEY].TYPE.NAME[KEY].
 func normalizeAddress(addr string) string {
-	i := strings.IndexByte(addr, '[')
-	if i < 0 || !strings.HasSuffix(addr, "]") || strings.HasPrefix(addr[i+1:], `"`) {
-		return addr
-	}
-	return fmt.Sprintf("%s[%q]", addr[:i], addr[i+1:len(addr)-1])
+	return unquotedKey.ReplaceAllStringFunc(addr, func(k string) string {
+		return fmt.Sprintf("[%q]", k[1:len(k)-1])
+	})
 }
+
+var unquotedKey = regexp.MustCompile(`\[[^"\]]+\]`)
 
 func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	addr = normalizeAddress(addr)
