@@ -27,6 +27,8 @@ type statusDoc struct {
 	Status  string               `json:"status"`
 	Tasks   []taskDoc            `json:"tasks"`
 	Outputs map[string]outputDoc `json:"outputs"`
+	// Destroys is, for a run of flow destroy, the run it undoes.
+	Destroys uint64 `json:"destroys,omitempty"`
 }
 
 // outputDoc is one flow output in `flow status --json` and `flow output --json`: its
@@ -47,7 +49,8 @@ type taskDoc struct {
 }
 
 func newStatusDoc(run *state.Run, status string, recs []state.Instance) statusDoc {
-	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}
+	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{},
+		Destroys: run.Destroys}
 	for name, v := range run.Outputs {
 		doc.Outputs[name] = outputDoc{Value: v.Value, Type: v.Type}
 	}
@@ -228,7 +231,11 @@ func pickRun(store *state.Store, id uint64) (*state.Run, error) {
 }
 
 func printStatus(w io.Writer, doc statusDoc) {
-	fmt.Fprintf(w, "Run %d: %s (%s)\n", doc.RunID, doc.Status, displayPath(doc.Flow))
+	if doc.Destroys != 0 {
+		fmt.Fprintf(w, "Run %d, destroying run %d: %s (%s)\n", doc.RunID, doc.Destroys, doc.Status, displayPath(doc.Flow))
+	} else {
+		fmt.Fprintf(w, "Run %d: %s (%s)\n", doc.RunID, doc.Status, displayPath(doc.Flow))
+	}
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range doc.Tasks {
