@@ -32,7 +32,8 @@ type DestroyOptions struct {
 // order, one instance at a time: each instance is decoded from its inputs as that
 // run evaluated them (from the plan's variables and its dependencies' recorded
 // outputs) and, if its task type is a tasks.Destroyer, destroyed. An instance is
-// left alone when it never started, when its type cannot be undone, or when
+// left alone when it never started, when its type cannot be undone (or, with
+// Type.UndoAttr, the instance does not set that attribute), or when
 // something that depends on it could not be destroyed. Each result is committed
 // before the next instance starts, so an interrupted destroy continues where it
 // stopped. Like Runner.Run, the error is non-nil only when a checkpoint could not be
@@ -106,11 +107,12 @@ func (p *Plan) recordedValues(created map[string]*state.Instance) map[string]cty
 }
 
 // one undoes inst and returns its record in the destroy run (nil when the run never
-// started it) and the error of committing that record.
+// started it) and the error of committing that record. An instance skipped or pending
+// after a resume may have run in an earlier attempt of the run: its attempts say so.
 func (d *destroyer) one(ctx context.Context, inst *Instance, order int) (*state.Instance, error) {
 	addr := inst.Addr
 	created := d.created[addr]
-	if created == nil || created.Status == state.Pending || created.Status == state.Skipped {
+	if created == nil || (created.Attempts == 0 && created.Status != state.Succeeded) {
 		return nil, nil
 	}
 	rec := &state.Instance{Address: addr, Type: inst.Task.Type, Order: order}
