@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,34 +27,75 @@ type DestroyOptions struct {
 	Done   map[string]*state.Instance
 	Out    io.Writer
 	Logger hclog.Logger
+	// Live leaves task output out of Out, for a live view (see Options.Live).
+	Live bool
 }
 
-// Destroy undoes what the run whose records are created made, in reverse dependency
-// order, one instance at a time: each instance is decoded from its inputs as that
-// run evaluated them (from the plan's variables and its dependencies' recorded
-// outputs) and, if its task type is a tasks.Destroyer, destroyed. An instance is
-// left alone when it never started, when its type cannot be undone (or, with
-// Type.UndoAttr, the instance does not set that attribute), or when
-// something that depends on it could not be destroyed. Each result is committed
-// before the next instance starts, so an interrupted destroy continues where it
-// stopped. Like Runner.Run, the error is non-nil only when a checkpoint could not be
-// written; failures are in the Result.
-func (p *Plan) Destroy(ctx context.Context, created map[string]*state.Instance, opts DestroyOptions) (*Result, error) {
+// Destruction undoes what one run created. Run may be called once; Snapshot, Log and
+// LastLine may be called from other goroutines while it runs.
+type Destruction struct {
+	plan    *Plan
+	created map[string]*state.Instance
+	opts    DestroyOptions
+	console *console
+	values  map[string]cty.Value
+	// kept names, per instance left in place, why; its dependencies stay too.
+	kept map[string]string
+
+	mu       sync.Mutex // guards records and captures, the live view
+	records  map[string]*state.Instance
+	captures map[string]*capture
+}
+
+// NewDestruction prepares undoing what the run whose records are created made. It
+// writes nothing until Run.
+func NewDestruction(p *Plan, created map[string]*state.Instance, opts DestroyOptions) *Destruction {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
-	d := &destroyer{plan: p, created: created, opts: opts, console: &console{out: opts.Out},
-		values: p.recordedValues(created), kept: map[string]string{}}
-	res := &Result{Status: state.Succeeded}
-	for i := len(p.Order) - 1; i >= 0; i-- {
-		addr := p.Order[i]
-		rec, err := d.one(ctx, p.Instances[addr], i)
-		if rec == nil {
+	d := &Destruction{plan: p, created: created, opts: opts, console: &console{out: opts.Out},
+		kept: map[string]string{}, records: map[string]*state.Instance{}, captures: map[string]*capture{}}
+	for i, addr := range p.Order {
+		if !ran(created[addr]) {
 			continue
 		}
+		rec := &state.Instance{Address: addr, Type: p.Instances[addr].Task.Type, Status: state.Pending, Order: i}
+		if done := opts.Done[addr]; done != nil && done.Status == state.Succeeded {
+			cp := *done
+			rec = &cp
+		}
+		d.records[addr], d.captures[addr] = rec, &capture{}
+	}
+	return d
+}
+
+// ran reports whether an instance record shows that its task ran at some point of the
+// run: an instance skipped or pending after a resume may have run in an earlier attempt.
+func ran(r *state.Instance) bool {
+	return r != nil && (r.Attempts > 0 || r.Status == state.Succeeded)
+}
+
+// Run undoes, in reverse dependency order, one instance at a time, each instance the
+// run started: decoded from its inputs as that run evaluated them (the plan's
+// variables and its dependencies' recorded outputs) and, if its task type is a
+// tasks.Destroyer, destroyed. An instance is left alone when its type cannot be undone
+// (or, with Type.UndoAttr, the instance does not set that attribute), or when
+// something that depends on it could not be destroyed. Each result is committed
+// before the next instance starts, so an interrupted destroy continues where it
+// stopped. Like Runner.Run, the error is non-nil only when a checkpoint could not be
+// written; failures are in the Result.
+func (d *Destruction) Run(ctx context.Context) (*Result, error) {
+	d.values = d.plan.recordedValues(d.created)
+	res := &Result{Status: state.Succeeded}
+	for i := len(d.plan.Order) - 1; i >= 0; i-- {
+		addr := d.plan.Order[i]
+		if d.records[addr] == nil {
+			continue
+		}
+		rec, err := d.one(ctx, d.plan.Instances[addr])
 		res.Records = append(res.Records, rec)
 		if err != nil {
 			return res, fmt.Errorf("write checkpoint: %w", err)
@@ -71,14 +113,39 @@ func (p *Plan) Destroy(ctx context.Context, created map[string]*state.Instance, 
 	return res, nil
 }
 
-type destroyer struct {
-	plan    *Plan
-	created map[string]*state.Instance
-	opts    DestroyOptions
-	console *console
-	values  map[string]cty.Value
-	// kept names, per instance left in place, why; its dependencies stay too.
-	kept map[string]string
+// Snapshot returns copies of the records of the instances being undone, in plan order.
+func (d *Destruction) Snapshot() []state.Instance {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []state.Instance
+	for _, addr := range d.plan.Order {
+		if r := d.records[addr]; r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// Log returns the output captured so far while undoing addr.
+func (d *Destruction) Log(addr string) ([]byte, bool) {
+	d.mu.Lock()
+	c, ok := d.captures[addr]
+	d.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return c.bytes(), true
+}
+
+// LastLine returns the last line written while undoing addr, or "".
+func (d *Destruction) LastLine(addr string) string {
+	d.mu.Lock()
+	c, ok := d.captures[addr]
+	d.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	return c.lastLine()
 }
 
 // recordedValues rebuilds, in plan order, what each instance's dependents read: its
@@ -106,43 +173,41 @@ func (p *Plan) recordedValues(created map[string]*state.Instance) map[string]cty
 	return values
 }
 
-// one undoes inst and returns its record in the destroy run (nil when the run never
-// started it) and the error of committing that record. An instance skipped or pending
-// after a resume may have run in an earlier attempt of the run: its attempts say so.
-func (d *destroyer) one(ctx context.Context, inst *Instance, order int) (*state.Instance, error) {
+// one undoes inst and returns its record in the destroy run and the error of
+// committing that record.
+func (d *Destruction) one(ctx context.Context, inst *Instance) (*state.Instance, error) {
 	addr := inst.Addr
 	created := d.created[addr]
-	if created == nil || (created.Attempts == 0 && created.Status != state.Succeeded) {
-		return nil, nil
-	}
-	rec := &state.Instance{Address: addr, Type: inst.Task.Type, Order: order}
-	if prev := d.opts.Done[addr]; prev != nil && prev.Status == state.Succeeded {
+	d.mu.Lock()
+	rec := *d.records[addr]
+	d.mu.Unlock()
+	if rec.Status == state.Succeeded {
 		d.say("%s: already destroyed", addr)
-		return prev, nil
+		return &rec, nil
 	}
 	for _, dep := range d.plan.Dependents(addr) {
 		if why, ok := d.kept[dep]; ok && why != "" {
-			return d.keep(rec, fmt.Sprintf("kept: %s, which depends on it, was not destroyed", dep), true)
+			return d.keep(&rec, fmt.Sprintf("kept: %s, which depends on it, was not destroyed", dep), true)
 		}
 	}
 	kind := inst.Task.Kind
 	if _, ok := kind.New().(tasks.Destroyer); !ok {
 		d.kept[addr] = "" // nothing of it to wait for: its dependencies may go
-		return d.keep(rec, fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", undoGist(kind.UndoText()), inst.Task.Type), false)
+		return d.keep(&rec, fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", undoGist(kind.UndoText()), inst.Task.Type), false)
 	}
 	if _, set := inst.Task.Attributes[kind.UndoAttr]; kind.UndoAttr != "" && !set {
 		d.kept[addr] = ""
-		return d.keep(rec, fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type), false)
+		return d.keep(&rec, fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type), false)
 	}
 	if err := ctx.Err(); err != nil {
 		d.kept[addr] = "interrupted"
 		rec.Status, rec.Error = state.Interrupted, "interrupted"
-		return rec, d.commit(rec, nil)
+		return &rec, d.commit(&rec, nil)
 	}
-	return d.undo(ctx, inst, rec, created)
+	return d.undo(ctx, inst, &rec, created)
 }
 
-func (d *destroyer) keep(rec *state.Instance, why string, blocks bool) (*state.Instance, error) {
+func (d *Destruction) keep(rec *state.Instance, why string, blocks bool) (*state.Instance, error) {
 	if blocks {
 		d.kept[rec.Address] = why
 	}
@@ -152,13 +217,18 @@ func (d *destroyer) keep(rec *state.Instance, why string, blocks bool) (*state.I
 }
 
 // undo decodes inst and calls its Destroy; a panic becomes its error.
-func (d *destroyer) undo(ctx context.Context, inst *Instance, rec *state.Instance, created *state.Instance) (out *state.Instance, err error) {
+func (d *Destruction) undo(ctx context.Context, inst *Instance, rec *state.Instance, created *state.Instance) (*state.Instance, error) {
 	began := time.Now()
-	capt := &capture{}
+	capt := d.captures[inst.Addr]
+	cons := d.console
+	if d.opts.Live {
+		cons = nil
+	}
 	prefix := "[" + inst.Addr + "] "
-	stdout := &lineWriter{prefix: prefix, console: d.console, capture: capt, redact: d.plan.Scope.Redact}
-	stderr := &lineWriter{prefix: prefix, console: d.console, capture: capt, redact: d.plan.Scope.Redact}
-	rec.StartedAt, rec.Attempts = timePtr(began), 1
+	stdout := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: d.plan.Scope.Redact}
+	stderr := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: d.plan.Scope.Redact}
+	rec.Status, rec.StartedAt, rec.Attempts = state.Running, timePtr(began), rec.Attempts+1
+	d.publish(rec)
 	derr := func() (derr error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -201,7 +271,7 @@ func (d *destroyer) undo(ctx context.Context, inst *Instance, rec *state.Instanc
 	return rec, d.commit(rec, capt.bytes())
 }
 
-func (d *destroyer) recordedOutputs(created *state.Instance) tasks.Outputs {
+func (d *Destruction) recordedOutputs(created *state.Instance) tasks.Outputs {
 	if created.Status != state.Succeeded || len(created.Outputs) == 0 {
 		return nil
 	}
@@ -214,7 +284,16 @@ func (d *destroyer) recordedOutputs(created *state.Instance) tasks.Outputs {
 	return outs
 }
 
-func (d *destroyer) commit(rec *state.Instance, log []byte) error {
+// publish makes rec what Snapshot shows.
+func (d *Destruction) publish(rec *state.Instance) {
+	cp := *rec
+	d.mu.Lock()
+	d.records[rec.Address] = &cp
+	d.mu.Unlock()
+}
+
+func (d *Destruction) commit(rec *state.Instance, log []byte) error {
+	d.publish(rec)
 	var logs map[string][]byte
 	if log != nil {
 		logs = map[string][]byte{rec.Address: log}
@@ -223,7 +302,7 @@ func (d *destroyer) commit(rec *state.Instance, log []byte) error {
 	return d.opts.Store.Commit(d.opts.RunID, nil, []*state.Instance{&cp}, logs)
 }
 
-func (d *destroyer) say(format string, args ...any) {
+func (d *Destruction) say(format string, args ...any) {
 	d.console.line(d.plan.Scope.Redact(fmt.Sprintf(format, args...)))
 }
 

@@ -84,7 +84,7 @@ func TestDestroy(t *testing.T) {
 
 	destroyRun := h.createRun()
 	out := &syncBuffer{}
-	res, err := p.Destroy(context.Background(), created, engine.DestroyOptions{RunID: destroyRun, Store: h.store, Out: out})
+	res, err := engine.NewDestruction(p, created, engine.DestroyOptions{RunID: destroyRun, Store: h.store, Out: out}).Run(context.Background())
 	if err != nil || res.Status != state.Failed || res.FirstFailure != `test_undo.member["m2"]` {
 		t.Fatalf("first destroy: %v %+v\n%s", err, res, out)
 	}
@@ -104,8 +104,12 @@ func TestDestroy(t *testing.T) {
 
 	log.destroyed = nil
 	out = &syncBuffer{}
-	res, err = p.Destroy(context.Background(), created, engine.DestroyOptions{RunID: destroyRun, Store: h.store,
+	d := engine.NewDestruction(p, created, engine.DestroyOptions{RunID: destroyRun, Store: h.store,
 		Done: h.stored(destroyRun), Out: out})
+	if snap := d.Snapshot(); len(snap) != 5 || snap[0].Address != "test_undo.base" || snap[0].Status != state.Pending || snap[4].Status != state.Succeeded {
+		t.Errorf("snapshot before the second destroy: %+v", snap)
+	}
+	res, err = d.Run(context.Background())
 	if err != nil || res.Status != state.Succeeded {
 		t.Fatalf("second destroy: %v %+v\n%s", err, res, out)
 	}

@@ -8,11 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
 )
 
 func (c *CLI) destroyCmd() *cobra.Command {
 	var v varFlags
+	var progress progressFlag
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Undo what the latest run created, in reverse dependency order",
@@ -34,13 +36,18 @@ state, 130 interrupted.`,
   flow destroy --state .flow/lab.db
   flow destroy --var token=$TOKEN    # sensitive variables are not stored`,
 		Args: exactArgs(0, ""),
-		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(v) },
+		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(v, progress) },
 	}
 	v.add(cmd)
+	progress.add(cmd)
 	return cmd
 }
 
-func (c *CLI) destroy(v varFlags) error {
+func (c *CLI) destroy(v varFlags, progress progressFlag) error {
+	showLive, err := progress.live(c.stdout)
+	if err != nil {
+		return err
+	}
 	ctx, stopSignals := c.interruptible()
 	defer stopSignals()
 	store, err := state.Open(c.state(), state.Options{})
@@ -48,6 +55,12 @@ func (c *CLI) destroy(v varFlags) error {
 		return fail(ExitInvalid, err)
 	}
 	defer store.Close()
+	src := &liveSource{}
+	if stopLive, err := live.Serve(store.Path(), src); err != nil {
+		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
+	} else {
+		defer stopLive()
+	}
 	latest, err := store.LatestRun()
 	if err != nil {
 		return fail(ExitInvalid, err)
@@ -91,9 +104,14 @@ func (c *CLI) destroy(v varFlags) error {
 		fmt.Fprintf(c.stdout, "The flow changed since run %d; each instance is destroyed as the files say now.\n", target.ID)
 	}
 	fmt.Fprintf(c.stdout, "%s what run %d of %s created (destroy run %d)\n", verb, target.ID, displayPath(target.Flow), run.ID)
+	out, view := c.progressOut(showLive)
+	d := engine.NewDestruction(l.Plan, created, engine.DestroyOptions{RunID: run.ID, Store: store, Done: done,
+		Out: out, Logger: c.logger(l.Plan.Scope.Redact), Live: showLive})
+	src.start(run, d)
 	began := time.Now()
-	res, runErr := l.Plan.Destroy(ctx, created, engine.DestroyOptions{RunID: run.ID, Store: store, Done: done,
-		Out: c.stdout, Logger: c.logger(l.Plan.Scope.Redact)})
+	view.start(d)
+	res, runErr := d.Run(ctx)
+	view.close()
 	if err := engine.FinishDestroy(store, run, res, runErr); err != nil && runErr == nil {
 		runErr = err
 	}

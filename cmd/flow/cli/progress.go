@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -44,7 +43,7 @@ func (p *progressFlag) live(out io.Writer) (bool, error) {
 type liveView struct {
 	mu     sync.Mutex
 	out    io.Writer
-	runner *engine.Runner
+	runner progressSource
 	began  time.Time
 	drawn  int // lines of the view on the terminal now
 	stop   chan struct{}
@@ -58,8 +57,22 @@ func newLiveView(out io.Writer) *liveView {
 	return &liveView{out: out, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
+// progressOut returns where a run's or destroy's events go: stdout, or with live set
+// a live view over it (start it, and close it before printing the summary). The view
+// is nil without live; its methods then do nothing.
+func (c *CLI) progressOut(live bool) (io.Writer, *liveView) {
+	if !live {
+		return c.stdout, nil
+	}
+	v := newLiveView(c.stdout)
+	return v, v
+}
+
 // start begins redrawing the view of runner until close.
-func (v *liveView) start(runner *engine.Runner) {
+func (v *liveView) start(runner progressSource) {
+	if v == nil {
+		return
+	}
 	v.mu.Lock()
 	v.runner = runner
 	v.mu.Unlock()
@@ -82,6 +95,9 @@ func (v *liveView) start(runner *engine.Runner) {
 
 // close stops redrawing and removes the view, leaving the event lines.
 func (v *liveView) close() {
+	if v == nil {
+		return
+	}
 	close(v.stop)
 	<-v.done
 	v.mu.Lock()

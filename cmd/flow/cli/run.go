@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -196,12 +195,7 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 	if err != nil {
 		return err
 	}
-	var out io.Writer = c.stdout
-	var view *liveView
-	if live {
-		view = newLiveView(c.stdout)
-		out = view
-	}
+	out, view := c.progressOut(live)
 	runner := engine.NewRunner(plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
 		Previous: previous, Replace: f.replace, Out: out, Logger: c.logger(plan.Scope.Redact), Live: live,
@@ -209,13 +203,9 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)
 	src.start(run, runner)
 	began := time.Now()
-	if view != nil {
-		view.start(runner)
-	}
+	view.start(runner)
 	res, runErr := runner.Run(ctx)
-	if view != nil {
-		view.close()
-	}
+	view.close()
 	if res == nil {
 		return fail(ExitTaskFailed, runErr)
 	}

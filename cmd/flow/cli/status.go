@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
 )
@@ -83,10 +82,18 @@ func effectiveStatus(r *state.Run) state.Status {
 type liveSource struct {
 	mu     sync.Mutex
 	run    *state.Run
-	runner *engine.Runner
+	runner progressSource
 }
 
-func (s *liveSource) start(run *state.Run, runner *engine.Runner) {
+// progressSource is what `flow status` from another terminal and the live view read
+// while a run or a destroy is in progress: *engine.Runner or *engine.Destruction.
+type progressSource interface {
+	Snapshot() []state.Instance
+	Log(addr string) ([]byte, bool)
+	LastLine(addr string) string
+}
+
+func (s *liveSource) start(run *state.Run, runner progressSource) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.run, s.runner = run, runner
