@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -48,23 +47,12 @@ func (c *CLI) destroy(v varFlags, progress progressFlag) error {
 	if err != nil {
 		return err
 	}
-	ctx, stopSignals := c.interruptible()
-	defer stopSignals()
-	store, err := state.Open(c.state(), state.Options{})
+	sess, err := c.openSession()
 	if err != nil {
-		return fail(ExitInvalid, err)
+		return err
 	}
-	defer store.Close()
-	src := &liveSource{}
-	if stopLive, err := live.Serve(store.Path(), src); err != nil {
-		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
-	} else {
-		defer stopLive()
-	}
-	latest, err := store.LatestRun()
-	if err != nil {
-		return fail(ExitInvalid, err)
-	}
+	defer sess.close()
+	ctx, store, src, latest := sess.ctx, sess.store, sess.src, sess.latest
 	if latest == nil {
 		return failf(ExitInvalid, "nothing to destroy in %s: there are no runs", store.Path())
 	}

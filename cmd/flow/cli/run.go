@@ -108,25 +108,12 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		debug.SetGCPercent(400)
 		debug.SetMemoryLimit(192 << 20)
 	}
-	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
-	// loads must end in exit code 130 and a resumable state, not the default death.
-	ctx, stopSignals := c.interruptible()
-	defer stopSignals()
-	store, err := state.Open(c.state(), state.Options{})
+	sess, err := c.openSession()
 	if err != nil {
-		return fail(ExitInvalid, err)
+		return err
 	}
-	defer store.Close()
-	src := &liveSource{}
-	if stopLive, err := live.Serve(store.Path(), src); err != nil {
-		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
-	} else {
-		defer stopLive()
-	}
-	latest, err := store.LatestRun()
-	if err != nil {
-		return fail(ExitInvalid, err)
-	}
+	defer sess.close()
+	ctx, store, src, latest := sess.ctx, sess.store, sess.src, sess.latest
 	var run *state.Run
 	var previous map[string]*state.Instance
 	var base map[string]cty.Value
@@ -179,6 +166,39 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		return fail(ExitInvalid, err)
 	}
 	return c.runPlan(ctx, store, src, run, l, plan, previous, f, verb)
+}
+
+// session is what a run or a destroy holds while it executes: a context cancelled
+// by the first SIGINT or SIGTERM, the state file, locked, its latest run, and the live
+// endpoint that other terminals' status and logs ask.
+type session struct {
+	ctx    context.Context
+	store  *state.Store
+	src    *liveSource
+	latest *state.Run
+	close  func()
+}
+
+func (c *CLI) openSession() (*session, error) {
+	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
+	// loads must end in exit code 130 and a resumable state, not the default death.
+	ctx, stopSignals := c.interruptible()
+	store, err := state.Open(c.state(), state.Options{})
+	if err != nil {
+		stopSignals()
+		return nil, fail(ExitInvalid, err)
+	}
+	s := &session{ctx: ctx, store: store, src: &liveSource{}, close: func() { store.Close(); stopSignals() }}
+	if stopLive, err := live.Serve(store.Path(), s.src); err != nil {
+		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
+	} else {
+		s.close = func() { stopLive(); store.Close(); stopSignals() }
+	}
+	if s.latest, err = store.LatestRun(); err != nil {
+		s.close()
+		return nil, fail(ExitInvalid, err)
+	}
+	return s, nil
 }
 
 func absPath(p string) string {
