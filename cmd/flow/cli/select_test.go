@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,5 +88,20 @@ func TestNormalizeAddress(t *testing.T) {
 		if got := normalizeAddress(in); got != want {
 			t.Errorf("normalizeAddress(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestResumeHint: a failed run's summary repeats --state and the variable flags a
+// resume needs, never a sensitive value.
+func TestResumeHint(t *testing.T) {
+	h := newHarness(t)
+	varFile := filepath.Join(h.tmp, "lab.vars.hcl")
+	if err := os.WriteFile(varFile, []byte("region = \"eu\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := h.expect(ExitTaskFailed, "run", flowPath("secret_fail.hcl"), "--var", "token=hunter2", "--var-file", varFile)
+	want := `Continue with "flow resume --state $TMP/state.db --var-file $TMP/lab.vars.hcl --var token=..."`
+	if !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "hunter2") {
+		t.Errorf("summary lacks %q or shows the secret:\n%s", want, r.stdout)
 	}
 }
