@@ -190,7 +190,7 @@ func flowPath(name string) string { return filepath.Join("testdata", "flows", na
 func TestTasks(t *testing.T) {
 	h := newHarness(t)
 	r := h.expect(ExitOK, "tasks")
-	if !strings.HasPrefix(r.stdout, "exec          Run a local command or shell script") {
+	if !strings.HasPrefix(r.stdout, "TYPE          FLOW DESTROY  SUMMARY\nexec          with undo     Run a local command or shell script\n") {
 		t.Errorf("tasks: %q", r.stdout)
 	}
 	r = h.expect(ExitOK, "tasks", "exec")
