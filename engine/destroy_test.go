@@ -127,3 +127,35 @@ func TestDestroy(t *testing.T) {
 }
 
 var _ tasks.Destroyer = (*undoTask)(nil)
+
+// scriptTask has an undo attribute, like exec's, that is not part of what it does.
+type scriptTask struct {
+	Value string `hcl:"value"`
+	Undo  string `hcl:"undo,optional"`
+}
+
+func (t *scriptTask) Validate() error { return nil }
+func (t *scriptTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return tasks.Outputs{"value": cty.StringVal(t.Value)}, nil
+}
+func (t *scriptTask) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error { return nil }
+
+// TestUndoAttrIsNotFingerprinted: adding or changing an undo script does not make a
+// recorded success run again.
+func TestUndoAttrIsNotFingerprinted(t *testing.T) {
+	h := newHarness(t)
+	h.reg.MustRegister(tasks.Type{Name: "test_script", Outputs: valueOutput, Undo: "flow destroy runs undo", UndoAttr: "undo",
+		New: func() tasks.Task { return &scriptTask{} }})
+	o := h.run(context.Background(), h.plan(`task "test_script" "a" { value = "x" }`), engine.Options{})
+	p := h.plan(`task "test_script" "a" {
+  value = "x"
+  undo  = "rm -rf somewhere"
+}`)
+	if d := p.Preview(h.previous(o.runID), nil); d[0].Action != engine.ActionSkip {
+		t.Errorf("after adding undo: %+v, want skip", d[0])
+	}
+	p = h.plan(`task "test_script" "a" { value = "y" }`)
+	if d := p.Preview(h.previous(o.runID), nil); d[0].Action != engine.ActionRun {
+		t.Errorf("after changing value: %+v, want run", d[0])
+	}
+}

@@ -26,6 +26,7 @@ type Type struct {
 	Undo string
 	// UndoAttr, for a Destroyer, names an attribute without which an instance has
 	// nothing to undo (exec's undo script): flow destroy leaves such instances alone.
+	// It is left out of the fingerprint: changing how a task is undone re-runs nothing.
 	UndoAttr string
 }
 
