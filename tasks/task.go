@@ -1,6 +1,7 @@
 // Package tasks owns the contract between the engine and every task type: the Task
-// interface, the Env a task runs in, and the Registry that maps a type name to its
-// constructor and documentation.
+// interface, the optional Destroyer interface that undoes a task for flow destroy, the
+// Env a task runs in, and the Registry that maps a type name to its constructor and
+// documentation (including how it is undone).
 //
 // It does not own decoding HCL into a task (the engine's config package does that with
 // gohcl against the struct a constructor returns), scheduling, retries, timeouts or
