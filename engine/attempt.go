@@ -64,7 +64,10 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 	}
 	res.retry = ev.retry
 	res.fingerprint, res.attrHashes = fingerprint(inst.Task, ev.inputs)
-	if n == 1 {
+	if n == 1 && anySelects(c.opts.Replace, inst.Addr) {
+		res.reason = "replaced (--replace)"
+		c.say("%s: %s; running it", inst.Addr, res.reason)
+	} else if n == 1 {
 		if value, why, ok := c.plan.restore(inst, ev, c.opts.Previous[inst.Addr], res.fingerprint, res.attrHashes); ok {
 			res.kind, res.value, res.reason = outcomeUpToDate, value, why
 			return res
@@ -86,8 +89,12 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult) {
 	capt := c.captures[inst.Addr]
 	prefix := "[" + inst.Addr + "] "
-	stdout := &lineWriter{prefix: prefix, console: c.console, capture: capt, redact: c.plan.Scope.Redact}
-	stderr := &lineWriter{prefix: prefix, console: c.console, capture: capt, redact: c.plan.Scope.Redact}
+	cons := c.console
+	if c.opts.Live {
+		cons = nil
+	}
+	stdout := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
+	stderr := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
 	if res.attempt > 1 {
 		capt.append([]byte(fmt.Sprintf("--- attempt %d ---\n", res.attempt)))
 		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.retry.Attempts)

@@ -112,23 +112,11 @@ task "bench_noop" "b" {
 
 // benchPlan loads, assigns, scopes and plans the flow at path, as `flow run` does.
 func benchPlan(b *testing.B, path string, reg *tasks.Registry) *engine.Plan {
-	flow, diags := config.Load(path, reg)
+	l, _, diags := engine.Load(path, reg, config.VarInputs{})
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}
-	vars, diags := flow.Assign(config.VarInputs{})
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	scope, diags := flow.NewScope(vars)
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	plan, diags := engine.NewPlan(flow, scope)
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	return plan
+	return l.Plan
 }
 
 // benchMemStore is a Checkpointer that keeps nothing: BenchmarkRunNoStore subtracts

@@ -268,6 +268,9 @@ func fingerprint(t *config.Task, inputs map[string]cty.Value) (string, map[strin
 	all.Write([]byte(t.Type))
 	per := make(map[string]string, len(t.Attrs))
 	for _, a := range t.Attrs {
+		if t.Kind != nil && a.Name == t.Kind.UndoAttr {
+			continue // how to undo a task is not what it does: changing it re-runs nothing
+		}
 		v, _ := inputs[a.Name].UnmarkDeep()
 		js, err := ctyjson.Marshal(v, a.Type)
 		if err != nil {

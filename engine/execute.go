@@ -272,6 +272,9 @@ func (c *coordinator) abandonBackoffs(status state.Status) {
 }
 
 func (c *coordinator) progress() {
+	if c.opts.Live {
+		return
+	}
 	now := time.Now()
 	for _, addr := range c.plan.Order {
 		if began, ok := c.started[addr]; ok && now.Sub(began) >= c.opts.ProgressEvery {

@@ -362,22 +362,11 @@ func (h *harness) plan(src string, vars ...string) *engine.Plan {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		h.t.Fatal(err)
 	}
-	flow, diags := config.Load(path, h.reg)
+	l, _, diags := engine.Load(path, h.reg, config.VarInputs{Vars: vars})
 	if diags.HasErrors() {
 		h.t.Fatalf("load: %s", diags.Error())
 	}
-	vals, diags := flow.Assign(config.VarInputs{Vars: vars})
-	if diags.HasErrors() {
-		h.t.Fatalf("assign: %s", diags.Error())
-	}
-	scope, diags := flow.NewScope(vals)
-	if diags.HasErrors() {
-		h.t.Fatalf("scope: %s", diags.Error())
-	}
-	p, diags := engine.NewPlan(flow, scope)
-	if diags.HasErrors() {
-		h.t.Fatalf("plan: %s", diags.Error())
-	}
+	p := l.Plan
 	return p
 }
 

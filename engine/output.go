@@ -43,12 +43,23 @@ func (c *capture) bytes() []byte {
 	return bytes.Clone(c.buf)
 }
 
+// lastLine returns the last non-empty line kept.
+func (c *capture) lastLine() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := bytes.TrimRight(c.buf, "\n")
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return string(b)
+}
+
 // lineWriter splits a task's stream into lines, redacts them, prefixes them with
 // the instance address for the console, and keeps them in the capture.
 type lineWriter struct {
 	mu      sync.Mutex
 	prefix  string
-	console *console
+	console *console // nil: captured only
 	capture *capture
 	redact  func(string) string
 	partial []byte
@@ -77,7 +88,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 func (w *lineWriter) emit(line string) {
 	line = w.redact(line)
 	w.capture.append([]byte(line + "\n"))
-	w.console.line(w.prefix + line)
+	if w.console != nil {
+		w.console.line(w.prefix + line)
+	}
 }
 
 // flush emits a final line that had no newline.

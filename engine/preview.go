@@ -27,8 +27,8 @@ type Decision struct {
 // Preview says, in plan order, which instances a run resuming from previous would
 // run or skip, using the same fingerprints as the run itself. An instance whose
 // dependencies will run is "run?": it is skipped at run time only if its inputs come
-// out unchanged.
-func (p *Plan) Preview(previous map[string]*state.Instance) []Decision {
+// out unchanged. An instance replace selects runs whatever its record.
+func (p *Plan) Preview(previous map[string]*state.Instance, replace []string) []Decision {
 	values := map[string]cty.Value{}
 	out := make([]Decision, 0, len(p.Order))
 	for _, addr := range p.Order {
@@ -43,6 +43,8 @@ func (p *Plan) Preview(previous map[string]*state.Instance) []Decision {
 			}
 		}
 		switch {
+		case anySelects(replace, addr):
+			d.Reason = "replaced (--replace)"
 		case prev == nil || prev.Status == state.Pending:
 			d.Reason = "not run before"
 		case prev.Status != state.Succeeded:

@@ -22,11 +22,17 @@ type Options struct {
 	Store    Checkpointer
 	// Previous holds the records of the run being resumed, by address; nil for a new run.
 	Previous map[string]*state.Instance
+	// Replace lists addresses (or task and module prefixes, as for Plan.Select) whose
+	// previous success does not stand: they run again.
+	Replace []string
 	// Out receives task output, prefixed by address, and one line per state change.
 	Out    io.Writer
 	Logger hclog.Logger
 	// ProgressEvery is how often a line reports instances still running; 0 means 10s.
 	ProgressEvery time.Duration
+	// Live leaves task output and "still running" lines out of Out: a live view
+	// (LastLine, Snapshot) shows them instead. Output is still captured for logs.
+	Live bool
 }
 
 // Result is what an execution ends with.
@@ -75,6 +81,7 @@ func NewRunner(p *Plan, opts Options) *Runner {
 			cp := *prev
 			rec = &cp
 		}
+		rec.Order = p.Instances[addr].order
 		r.records[addr] = rec
 		r.captures[addr] = &capture{}
 	}
@@ -101,6 +108,17 @@ func (r *Runner) Log(addr string) ([]byte, bool) {
 		return nil, false
 	}
 	return c.bytes(), true
+}
+
+// LastLine returns the last line addr wrote so far, or "".
+func (r *Runner) LastLine(addr string) string {
+	r.mu.Lock()
+	c, ok := r.captures[addr]
+	r.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	return c.lastLine()
 }
 
 // update changes addr's live record under the lock and returns a copy.

@@ -21,6 +21,13 @@ type Type struct {
 	Outputs []Output
 	// Example is a complete task block, shown by `flow tasks NAME`.
 	Example string
+	// Undo says what `flow destroy` does with what the task made: how a Destroyer
+	// undoes it, that there is nothing to undo (UndoNothing), or why it cannot.
+	Undo string
+	// UndoAttr, for a Destroyer, names an attribute without which an instance has
+	// nothing to undo (exec's undo script): flow destroy leaves such instances alone.
+	// It is left out of the fingerprint: changing how a task is undone re-runs nothing.
+	UndoAttr string
 }
 
 // Output declares one output attribute of a task type.

@@ -1,7 +1,8 @@
 // Package tasks owns the contract between the engine and every task type: the Task
-// interface, the Env a task runs in, the Registry that maps a type name to its
-// constructor and documentation, the attribute schema of a config struct (Attributes,
-// Decode, Duration) and the sensitive mark.
+// interface, the optional Destroyer interface that undoes a task for flow destroy, the
+// Env a task runs in, the Registry that maps a type name to its constructor and
+// documentation (including how it is undone), the attribute schema of a config struct
+// (Attributes, Decode, Duration) and the sensitive mark.
 //
 // It does not own evaluating HCL (the engine's config package does that), scheduling,
 // retries, timeouts or checkpoints (the engine does those), nor what task families

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/taskdoc"
 )
 
@@ -47,6 +48,27 @@ func TestTaskPages(t *testing.T) {
 	for _, p := range pages {
 		if _, ok := reg.Lookup(strings.TrimSuffix(filepath.Base(p), ".md")); !ok {
 			t.Errorf("%s documents no registered task type", p)
+		}
+	}
+}
+
+// Every task type says how flow destroy undoes it, or that it cannot; one that
+// implements tasks.Destroyer says "flow destroy", one that does not must not claim to.
+func TestEveryTaskTypeSaysHowItIsUndone(t *testing.T) {
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range reg.Names() {
+		typ, _ := reg.Lookup(name)
+		_, destroyer := typ.New().(tasks.Destroyer)
+		switch {
+		case typ.Undo == "":
+			t.Errorf("%s: no Undo text", name)
+		case destroyer && !strings.HasPrefix(typ.Undo, "flow destroy "):
+			t.Errorf("%s implements Destroy; its Undo should say what flow destroy does: %q", name, typ.Undo)
+		case !destroyer && strings.HasPrefix(typ.Undo, "flow destroy "):
+			t.Errorf("%s does not implement Destroy but its Undo says %q", name, typ.Undo)
 		}
 	}
 }

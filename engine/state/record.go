@@ -40,7 +40,12 @@ type Run struct {
 	Resumes    int              `json:"resumes,omitempty"`
 	PID        int              `json:"pid,omitempty"`
 	Outputs    map[string]Value `json:"outputs,omitempty"`
-	Error      string           `json:"error,omitempty"`
+	// SensitiveOutputs names the outputs left out of Outputs because they are secret.
+	SensitiveOutputs []string `json:"sensitive_outputs,omitempty"`
+	Error            string   `json:"error,omitempty"`
+	// Destroys is, for a run of `flow destroy`, the id of the run whose instances it
+	// undoes; 0 for a run of the flow itself.
+	Destroys uint64 `json:"destroys,omitempty"`
 }
 
 // Instance is the record of one task instance of a run, keyed by its
@@ -61,6 +66,7 @@ type Instance struct {
 	Fingerprint string            `json:"fingerprint,omitempty"`
 	AttrHashes  map[string]string `json:"attr_hashes,omitempty"`
 	Redacted    bool              `json:"redacted,omitempty"` // outputs held a secret and were not stored
+	Order       int               `json:"order,omitempty"`    // position in the plan, for listing
 }
 
 // check reports whether r can be stored.

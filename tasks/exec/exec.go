@@ -7,6 +7,8 @@
 package exec
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
@@ -25,6 +27,7 @@ type Exec struct {
 	Stdin           string            `hcl:"stdin,optional" doc:"Text written to the command's standard input; empty means no input."`
 	OkExitCodes     []int             `hcl:"ok_exit_codes,optional" doc:"Exit codes besides 0 that count as success."`
 	SensitiveStdout bool              `hcl:"sensitive_stdout,optional" doc:"The command prints a secret (a kubeconfig, a token): its stdout is not shown or logged, and the stdout output is sensitive."`
+	Undo            string            `hcl:"undo,optional" doc:"Shell script flow destroy runs (by /bin/sh -c, with env and dir) to undo what the task did, e.g. remove the directory it created; it must succeed when there is nothing left to undo. Without it flow destroy leaves the task's effects as they are."`
 }
 
 // Register adds the exec task type to r.
@@ -46,6 +49,8 @@ normally are not stopped.`,
 			{Name: "stdout", Type: cty.String, Doc: "Standard output, trimmed of surrounding whitespace, first 64 KiB."},
 			{Name: "stderr", Type: cty.String, Doc: "Standard error, trimmed of surrounding whitespace, first 64 KiB."},
 		},
+		Undo:     "flow destroy runs the task's undo script, when it has one; without it flow destroy cannot know what the command did and leaves it as it is.",
+		UndoAttr: "undo",
 		Example: `task "exec" "build" {
   command       = ["go", "build", "-o", "bin/flow", "."]
   dir           = "src"
@@ -69,4 +74,19 @@ func (e *Exec) what() string {
 	return "command " + strconv.Quote(e.Command[0])
 }
 
-var _ tasks.Task = (*Exec)(nil)
+// Destroy runs the undo script like a task's script; its stdout and stderr are streamed.
+func (e *Exec) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	if e.Undo == "" {
+		return nil // the engine only destroys instances that set undo (UndoAttr)
+	}
+	_, err := (&Exec{Script: e.Undo, Env: e.Env, Dir: e.Dir}).Run(ctx, env)
+	if err != nil {
+		return fmt.Errorf("undo: %w", err)
+	}
+	return nil
+}
+
+var (
+	_ tasks.Task      = (*Exec)(nil)
+	_ tasks.Destroyer = (*Exec)(nil)
+)

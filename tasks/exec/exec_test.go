@@ -2,6 +2,8 @@ package exec
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,6 +62,7 @@ func TestAttributes(t *testing.T) {
 		{"stdin", cty.String},
 		{"ok_exit_codes", cty.List(cty.Number)},
 		{"sensitive_stdout", cty.Bool},
+		{"undo", cty.String},
 	}
 	if len(attrs) != len(want) {
 		t.Fatalf("got %d attributes, want %d: %+v", len(attrs), len(want), attrs)
@@ -87,5 +90,29 @@ func TestSensitiveStdoutIsCapturedNotShown(t *testing.T) {
 	}
 	if plain, _ := v.Unmark(); plain.AsString() != "token-0123456789" {
 		t.Errorf("stdout output = %q", plain.AsString())
+	}
+}
+
+// TestDestroyRunsUndo: Destroy runs the undo script with env and dir, and fails
+// with its error; without undo it does nothing.
+func TestDestroyRunsUndo(t *testing.T) {
+	dir := t.TempDir()
+	e := &Exec{Command: []string{"true"}, Dir: dir, Env: map[string]string{"WHAT": "made"},
+		Undo: `test -f "$WHAT" && rm "$WHAT" && echo undone`}
+	if err := os.WriteFile(filepath.Join(dir, "made"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, printed := taskstest.NewEnv(t)
+	if err := e.Destroy(t.Context(), env, nil); err != nil || !strings.Contains(printed.String(), "undone") {
+		t.Fatalf("Destroy() = %v, printed %q", err, printed.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made")); !os.IsNotExist(err) {
+		t.Errorf("file after undo: %v", err)
+	}
+	if err := e.Destroy(t.Context(), env, nil); err == nil || !strings.Contains(err.Error(), "undo: script exited with code 1") {
+		t.Errorf("failing undo: %v", err)
+	}
+	if err := (&Exec{Command: []string{"true"}}).Destroy(t.Context(), env, nil); err != nil {
+		t.Errorf("without undo: %v", err)
 	}
 }

@@ -53,6 +53,7 @@ under its name, the task reports "already present" and writes nothing.`,
 			{Name: "reference", Type: cty.String, Doc: "The pushed image pinned by digest (repo@sha256:…); without push, the tag recorded in the tarball."},
 			{Name: "tarball", Type: cty.String, Doc: "Absolute path of the tarball written, or \"\" without tarball."},
 		},
+		Undo: "Not undone: the built image stays where it was written or pushed.",
 		Example: `task "image_build" "agent" {
   base = "localhost:32000/library/alpine:3.21"
   layers = [

@@ -38,6 +38,7 @@ image ID), the task reports "already present" and writes nothing.`,
 			{Name: "path", Type: cty.String, Doc: "Absolute path of the tarball."},
 			{Name: "digest", Type: cty.String, Doc: "Manifest digest of the exported image in the registry (for an index, of the platform's manifest), sha256:…"},
 		},
+		Undo: "Not undone: the exported file stays.",
 		Example: `task "image_export" "scheduler" {
   image    = "localhost:32000/karmada/karmada-scheduler:v1.13.0"
   path     = ".lab/images/karmada-scheduler.tar"

@@ -54,6 +54,7 @@ others; the task fails after all have been tried, naming each failed image.`,
 		Outputs: []tasks.Output{
 			{Name: "images", Type: cty.Map(cty.String), Doc: "For each source as written in images, the target pinned by digest, e.g. localhost:32000/karmada/karmada-scheduler@sha256:…"},
 		},
+		Undo: "Not undone: the mirrored images stay in the target registry (destroying the registry removes them).",
 		Example: `task "image_mirror" "karmada" {
   images = [
     "docker.io/karmada/karmada-controller-manager:v1.13.0",

@@ -25,6 +25,7 @@ var tableCases = []tableCase{
 	{[]string{"init"}, initFlags, nil, &Init{}, []string{"karmadactl", "karmadactl_version", "extra_args", "deinit_first"}},
 	{[]string{"deinit"}, deinitFlags, []string{"force"}, &Init{}, nil},
 	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster"}},
+	{[]string{"unjoin"}, unjoinFlags, nil, &Join{}, nil},
 	{[]string{"token", "create"}, tokenFlags, []string{"print-register-command"}, &Token{}, []string{"karmadactl", "karmadactl_version", "extra_args"}},
 	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint"}},
 }

@@ -73,6 +73,7 @@ attributes (karmadactl unjoin, then a new run, re-joins a changed member).`,
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada.", Clean: true},
 		},
+		Undo: "flow destroy unjoins the member cluster from the Karmada control plane (karmadactl unjoin); a cluster that is not joined is already undone.",
 		Example: `task "karmadactl_join" "member1" {
   cluster            = "member1"
   kubeconfig         = karmadactl_init.karmada.kubeconfig

@@ -85,6 +85,7 @@ the machine flow runs on while the command runs.`,
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
 		},
+		Undo: "Cannot be undone by flow destroy: the member stays registered (karmadactl unregister removes it).",
 		Example: `task "karmadactl_register" "member2" {
   api_endpoint = karmadactl_token.register.api_endpoint
   token        = karmadactl_token.register.token

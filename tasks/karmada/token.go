@@ -58,6 +58,7 @@ error shows its last line of stderr with anything shaped like a token replaced.`
 			{Name: "api_endpoint", Type: cty.String, Doc: "host:port of the Karmada API server, for karmadactl_register's api_endpoint."},
 			{Name: "register_command", Type: cty.String, Doc: "The karmadactl register command line as karmadactl printed it.", Sensitive: true},
 		},
+		Undo: "Not undone: the token stays on the Karmada control plane until its ttl expires.",
 		Example: `task "karmadactl_token" "register" {
   kubeconfig = karmadactl_init.karmada.kubeconfig
   ttl        = "2h"

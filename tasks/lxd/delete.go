@@ -35,6 +35,7 @@ said so, which makes the task safe to re-run.`,
 		Outputs: []tasks.Output{
 			{Name: "deleted", Type: cty.List(cty.String), Doc: "What this run deleted, as \"instance/NAME\", \"profile/NAME\" and \"image/ALIAS\", in order."},
 		},
+		Undo: "Not undone: what it deleted stays deleted.",
 		Example: `task "lxd_delete" "teardown" {
   remote    = local.lxd
   instances = ["member1", "member2", "member3"]

@@ -61,6 +61,7 @@ The command runs again on resume after a kill, so it must be idempotent.`,
 			{Name: "stdout", Type: cty.String, Doc: "Standard output, trimmed of surrounding whitespace, first 64 KiB."},
 			{Name: "stderr", Type: cty.String, Doc: "Standard error, trimmed of surrounding whitespace, first 64 KiB."},
 		},
+		Undo: "Cannot be undone: flow destroy does not know what the command did; it goes with the instance when that is destroyed.",
 		Example: `task "lxd_exec" "join" {
   remote   = local.lxd
   instance = "member2"

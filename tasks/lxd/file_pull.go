@@ -42,6 +42,7 @@ have are kept.`,
 			{Name: "destination", Type: cty.String, Doc: "The local destination path, cleaned."},
 			{Name: "sha256", Type: cty.String, Doc: "Hex sha256 of the file; for a tree, the digest lxd_file_push computes for the same tree."},
 		},
+		Undo: "Not undone: the pulled file stays on the host.",
 		Example: `task "lxd_file_pull" "kubeconfig" {
   remote      = local.lxd
   instance    = "member1"

@@ -46,6 +46,7 @@ them owned by root whatever uid and gid say.`,
 			{Name: "files", Type: cty.Number, Doc: "Number of files and symlinks the push covers, whether written now or already present."},
 			{Name: "sha256", Type: cty.String, Doc: "Hex sha256 of the file; for a tree, of the lines \"SHA256  PATH\" (as sha256sum prints them) of its files and symlinks sorted by path, a symlink counting as its target. lxd_file_pull of the same tree gives the same value."},
 		},
+		Undo: "Not undone on its own: the pushed files go when their instance is destroyed.",
 		Example: `task "lxd_file_push" "bundle" {
   remote      = local.lxd
   instance    = "member1"

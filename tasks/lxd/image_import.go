@@ -48,6 +48,7 @@ an upload only.`,
 			{Name: "alias", Type: cty.String, Doc: "The alias, for lxd_launch's image."},
 			{Name: "size", Type: cty.Number, Doc: "The image's size in bytes, as LXD reports it."},
 		},
+		Undo: "flow destroy deletes the image the alias points at, with the alias; an image that other aliases also name is kept and only the alias goes.",
 		Example: `task "lxd_image_import" "busybox" {
   remote = local.lxd
   file   = ".lab/busybox.tar.gz"

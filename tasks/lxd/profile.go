@@ -36,6 +36,7 @@ that instances use cannot be deleted, and updating it applies to them at once).`
 		Outputs: []tasks.Output{
 			{Name: "name", Type: cty.String, Doc: "The profile name, for lxd_launch's profiles."},
 		},
+		Undo: "flow destroy deletes the profile (after the instances that use it, when they reference it); a profile that is gone already is skipped.",
 		Example: `task "lxd_profile" "microk8s" {
   remote              = local.lxd
   name                = "microk8s"

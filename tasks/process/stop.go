@@ -37,6 +37,7 @@ wrapper that exec'd its program is still stopped.`,
 		Outputs: []tasks.Output{
 			{Name: "stopped", Type: cty.Bool, Doc: "Whether a process was running and was stopped; false when it was already stopped."},
 		},
+		Undo: "Not undone: a process it stopped stays stopped.",
 		Example: `task "process_stop" "apiserver" {
   pid_file     = "run/karmada-apiserver.pid"
   signal       = "TERM"
@@ -120,3 +121,12 @@ func stdout(env *tasks.Env) io.Writer {
 }
 
 var _ tasks.Task = (*ProcessStop)(nil)
+
+// Destroy stops the process as process_stop does and removes its pid file; the log
+// file stays.
+func (p *Process) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	_, err := (&ProcessStop{PIDFile: p.PIDFile}).Run(ctx, env)
+	return err
+}
+
+var _ tasks.Destroyer = (*Process)(nil)

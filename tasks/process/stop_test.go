@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowdev/flow/tasks/taskstest"
 )
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
@@ -191,5 +193,23 @@ func mustWrite(t *testing.T, path string, rec record) {
 	t.Helper()
 	if err := writeRecord(path, rec); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDestroyStopsTheProcess: flow destroy stops a process task's process as
+// process_stop does, and a second destroy finds it already stopped.
+func TestDestroyStopsTheProcess(t *testing.T) {
+	pidFile, pid := started(t, "sleep", "30")
+	p := &Process{Command: []string{"sleep", "30"}, PIDFile: pidFile, LogFile: pidFile + ".log"}
+	env, printed := taskstest.NewEnv(t)
+	if err := p.Destroy(context.Background(), env, nil); err != nil {
+		t.Fatalf("Destroy() = %v\n%s", err, printed)
+	}
+	if !strings.Contains(printed.String(), "stopped after") || alive(pid) {
+		t.Errorf("process %d after Destroy (alive %v); printed:\n%s", pid, alive(pid), printed)
+	}
+	env, printed = taskstest.NewEnv(t)
+	if err := p.Destroy(context.Background(), env, nil); err != nil || !strings.Contains(printed.String(), "already stopped (no pid file)") {
+		t.Errorf("second Destroy() = %v; printed:\n%s", err, printed)
 	}
 }

@@ -48,6 +48,9 @@ func Markdown(t *tasks.Type) (string, error) {
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", o.Name, tasks.TypeString(o.Type), cell(doc))
 		}
 	}
+	if t.Undo != "" {
+		fmt.Fprintf(&b, "\n**Undo:** %s\n", t.Undo)
+	}
 	if ex := strings.TrimSpace(t.Example); ex != "" {
 		fmt.Fprintf(&b, "\n## Example\n\n```hcl\n%s\n```\n", ex)
 	}

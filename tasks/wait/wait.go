@@ -79,6 +79,7 @@ timeout setting, if shorter, cancels the task earlier.`,
 			{Name: "pod_ips", Type: cty.List(cty.String), Doc: "pods: IPs of the matching pods, in the order of pods."},
 			{Name: "clusters", Type: cty.List(cty.String), Doc: "karmada_clusters: the names in clusters, all Ready."},
 		},
+		Undo: tasks.UndoNothing,
 		Example: `task "wait_ready" "prometheus" {
   kind         = "pods"
   kubeconfig   = "seed.kubeconfig"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
+	"github.com/flowdev/flow/tasks/process"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -21,6 +22,9 @@ func testRegistry(t *testing.T) *tasks.Registry {
 	t.Helper()
 	reg := tasks.NewRegistry()
 	if err := exec.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := process.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	return reg
@@ -186,17 +190,17 @@ func flowPath(name string) string { return filepath.Join("testdata", "flows", na
 func TestTasks(t *testing.T) {
 	h := newHarness(t)
 	r := h.expect(ExitOK, "tasks")
-	if !strings.HasPrefix(r.stdout, "exec  Run a local command or shell script") {
+	if !strings.HasPrefix(r.stdout, "TYPE          FLOW DESTROY  SUMMARY\nexec          with undo     Run a local command or shell script\n") {
 		t.Errorf("tasks: %q", r.stdout)
 	}
 	r = h.expect(ExitOK, "tasks", "exec")
-	for _, want := range []string{"Attributes:", "command", "list(string)", "ok_exit_codes", "Outputs:", "exit_code", "Example:"} {
+	for _, want := range []string{"Attributes:", "command", "list(string)", "ok_exit_codes", "Outputs:", "exit_code", "Undo (flow destroy): flow destroy runs the task's undo script", "Example:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("tasks exec lacks %q", want)
 		}
 	}
 	r = h.expect(ExitInvalid, "tasks", "exce")
-	if !strings.Contains(r.stderr, `no task type "exce"; known types: exec`) {
+	if !strings.Contains(r.stderr, `no task type "exce"; known types: exec, process, process_stop`) {
 		t.Errorf("tasks exce: %q", r.stderr)
 	}
 	golden(t, "tasks.txt", h.log.String())
@@ -356,8 +360,8 @@ func TestRunStatusLogs(t *testing.T) {
 	}
 	h.expect(ExitInvalid, "logs", "exec.nope")
 	h.expect(ExitInvalid, "status", "--run", "7")
-	// The latest run succeeded: there is nothing to resume, and run starts run 2.
-	h.expect(ExitInvalid, "resume")
+	// The latest run succeeded: resume says so and exits 0, and run starts run 2.
+	h.expect(ExitOK, "resume")
 	r = h.expect(ExitOK, "run", flowPath("quick.hcl"), "--parallelism", "1", "--var", `members=["m3"]`)
 	if !strings.HasPrefix(r.stdout, "Starting run 2 of testdata/flows/quick.hcl: 5 task instances, parallelism 1\n") {
 		t.Errorf("second run:\n%s", r.stdout)
@@ -448,7 +452,7 @@ func TestFailRefuseResume(t *testing.T) {
 	}
 	h.expect(ExitOK, "status")
 	h.expect(ExitOK, "runs")
-	h.expect(ExitInvalid, "resume")
+	h.expect(ExitOK, "resume")
 	golden(t, "fail_resume.txt", h.log.String())
 }
 
@@ -469,8 +473,8 @@ func TestFmt(t *testing.T) {
 	orig, _ := os.ReadFile(path)
 
 	r := h.expect(ExitTaskFailed, "fmt", "--check", path)
-	if r.stdout != "$TMP/unformatted.hcl\n" {
-		t.Errorf("fmt --check: %q", r.stdout)
+	if !strings.HasPrefix(r.stdout, "$TMP/unformatted.hcl\n--- $TMP/unformatted.hcl\n+++ $TMP/unformatted.hcl (formatted)\n@@") {
+		t.Errorf("fmt --check lacks the name and a diff: %q", r.stdout)
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
 		t.Error("fmt --check changed the file")

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine/config"
@@ -21,7 +23,8 @@ func (c *CLI) fmtCmd() *cobra.Command {
 		Short: "Rewrite flow files in the canonical format",
 		Long: `Rewrite .hcl files in the canonical HCL format, in place: PATH is a file or a directory
 (default: the current directory, not recursive). With --check nothing is written; the
-command lists the files that would change and exits 1 if there are any.`,
+command lists the files that would change, each with a unified diff of the change,
+and exits 1 if there are any.`,
 		Example: `  flow fmt
   flow fmt flows/
   flow fmt --check flows/    # in CI`,
@@ -34,7 +37,7 @@ command lists the files that would change and exits 1 if there are any.`,
 			return c.format(path, check)
 		},
 	}
-	cmd.Flags().BoolVar(&check, "check", false, "only list files that are not formatted; exit 1 if any")
+	cmd.Flags().BoolVar(&check, "check", false, "only list files that are not formatted, with the diff; exit 1 if any")
 	return cmd
 }
 
@@ -62,7 +65,9 @@ func (c *CLI) format(path string, check bool) error {
 		}
 		changed++
 		fmt.Fprintln(c.stdout, name)
-		if !check {
+		if check {
+			c.printDiff(name, src, out)
+		} else {
 			if err := os.WriteFile(name, out, 0o644); err != nil {
 				return fail(ExitInvalid, err)
 			}
@@ -72,4 +77,15 @@ func (c *CLI) format(path string, check bool) error {
 		return reported(ExitTaskFailed, fmt.Errorf("%d files are not formatted", changed))
 	}
 	return nil
+}
+
+// printDiff shows what formatting would change in name as a unified diff.
+func (c *CLI) printDiff(name string, before, after []byte) {
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(string(before)), B: difflib.SplitLines(string(after)),
+		FromFile: name, ToFile: name + " (formatted)", Context: 2,
+	})
+	if err == nil {
+		io.WriteString(c.stdout, text)
+	}
 }

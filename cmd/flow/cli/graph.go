@@ -29,11 +29,11 @@ dependency to the instance that waits for it, the order in which they run.`,
 			}
 			switch format {
 			case "text":
-				_, err = io.WriteString(c.stdout, l.plan.Graph.String())
+				err = writeText(c.stdout, l.Plan)
 			case "dot":
-				err = writeDot(c.stdout, l.plan)
+				err = writeDot(c.stdout, l.Plan)
 			case "mermaid":
-				err = writeMermaid(c.stdout, l.plan)
+				err = writeMermaid(c.stdout, l.Plan)
 			default:
 				return failf(ExitInvalid, "unknown --format %q: use text, dot or mermaid", format)
 			}
@@ -45,10 +45,31 @@ dependency to the instance that waits for it, the order in which they run.`,
 	return cmd
 }
 
+// writeText lists each instance, with its description, and under it what it waits for.
+func writeText(w io.Writer, p *engine.Plan) error {
+	var b strings.Builder
+	for _, addr := range p.Graph.Vertices() {
+		b.WriteString(addr)
+		if d := p.Instances[addr].Task.Description; d != "" {
+			fmt.Fprintf(&b, "  # %s", firstLine(d))
+		}
+		b.WriteString("\n")
+		for _, dep := range p.Graph.DependsOn(addr) {
+			fmt.Fprintf(&b, "  %s\n", dep)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 func writeDot(w io.Writer, p *engine.Plan) error {
 	var b strings.Builder
 	b.WriteString("digraph flow {\n  rankdir=LR;\n  node [shape=box];\n")
 	for _, addr := range p.Order {
+		if d := p.Instances[addr].Task.Description; d != "" {
+			fmt.Fprintf(&b, "  %q [tooltip=%q];\n", addr, d)
+			continue
+		}
 		fmt.Fprintf(&b, "  %q;\n", addr)
 	}
 	for _, addr := range p.Order {
@@ -67,7 +88,11 @@ func writeMermaid(w io.Writer, p *engine.Plan) error {
 	b.WriteString("flowchart LR\n")
 	for i, addr := range p.Order {
 		ids[addr] = fmt.Sprintf("n%d", i)
-		fmt.Fprintf(&b, "  %s[\"%s\"]\n", ids[addr], strings.ReplaceAll(addr, `"`, "#quot;"))
+		label := addr
+		if d := p.Instances[addr].Task.Description; d != "" {
+			label += "<br/><small>" + firstLine(d) + "</small>"
+		}
+		fmt.Fprintf(&b, "  %s[\"%s\"]\n", ids[addr], strings.ReplaceAll(label, `"`, "#quot;"))
 	}
 	for _, addr := range p.Order {
 		for _, dep := range p.Instances[addr].Deps {

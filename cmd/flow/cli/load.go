@@ -24,40 +24,18 @@ func (v *varFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&v.files, "var-file", nil, "read variables from an HCL or JSON file (repeatable)")
 }
 
-// loaded is a flow read, assigned and planned.
-type loaded struct {
-	flow *config.Flow
-	vars map[string]cty.Value
-	plan *engine.Plan
-}
-
 // load reads path and plans it, printing every diagnostic. base holds the values
 // recorded by a run being resumed. With partial set, variables without a value are
 // unknown instead of an error (for validate and graph).
-func (c *CLI) load(path string, v varFlags, base map[string]cty.Value, partial bool) (*loaded, error) {
-	flow, diags := config.Load(path, c.reg)
-	if diags.HasErrors() {
-		return nil, c.reportDiags(flow, diags)
-	}
-	vars, d := flow.Assign(config.VarInputs{Base: base, Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: partial})
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return nil, c.reportDiags(flow, diags)
-	}
-	scope, d := flow.NewScope(vars)
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return nil, c.reportDiags(flow, diags)
-	}
-	plan, d := engine.NewPlan(flow, scope)
-	diags = append(diags, d...)
+func (c *CLI) load(path string, v varFlags, base map[string]cty.Value, partial bool) (*engine.Loaded, error) {
+	l, flow, diags := engine.Load(path, c.reg, config.VarInputs{Base: base, Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: partial})
 	if diags.HasErrors() {
 		return nil, c.reportDiags(flow, diags)
 	}
 	if len(diags) > 0 {
 		c.printDiags(flow, diags)
 	}
-	return &loaded{flow: flow, vars: vars, plan: plan}, nil
+	return l, nil
 }
 
 func (c *CLI) printDiags(flow *config.Flow, diags hcl.Diagnostics) {

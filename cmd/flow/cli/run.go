@@ -22,12 +22,16 @@ import (
 // execFlags are the flags of run and resume.
 type execFlags struct {
 	varFlags
+	selectFlags
+	progressFlag
 	parallelism int
 	failFast    bool
 }
 
 func (e *execFlags) add(cmd *cobra.Command) {
 	e.varFlags.add(cmd)
+	e.selectFlags.add(cmd)
+	e.progressFlag.add(cmd)
 	cmd.Flags().IntVar(&e.parallelism, "parallelism", 10, "how many task instances run at once")
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
 }
@@ -94,6 +98,9 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
 func (c *CLI) execute(path string, f execFlags, fresh bool) error {
+	if _, err := f.live(c.stdout); err != nil {
+		return err
+	}
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		// A run is a batch process with a small live heap: trading some memory for less
 		// garbage collection is measurable on runs of many tasks; the soft limit keeps
@@ -101,37 +108,33 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		debug.SetGCPercent(400)
 		debug.SetMemoryLimit(192 << 20)
 	}
-	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
-	// loads must end in exit code 130 and a resumable state, not the default death.
-	ctx, stopSignals := c.interruptible()
-	defer stopSignals()
-	store, err := state.Open(c.state(), state.Options{})
+	sess, err := c.openSession()
 	if err != nil {
-		return fail(ExitInvalid, err)
+		return err
 	}
-	defer store.Close()
-	src := &liveSource{}
-	if stopLive, err := live.Serve(store.Path(), src); err != nil {
-		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
-	} else {
-		defer stopLive()
-	}
-	latest, err := store.LatestRun()
-	if err != nil {
-		return fail(ExitInvalid, err)
-	}
+	defer sess.close()
+	ctx, store, src, latest := sess.ctx, sess.store, sess.src, sess.latest
 	var run *state.Run
 	var previous map[string]*state.Instance
 	var base map[string]cty.Value
-	if path == "" {
-		if latest == nil || latest.Status == state.Succeeded {
-			return failf(ExitInvalid, "nothing to resume in %s: %s", store.Path(), describeLatest(latest))
-		}
+	switch {
+	case path == "" && latest == nil:
+		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", store.Path())
+	case latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded:
+		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with \"flow destroy\"",
+			latest.ID, latest.Destroys, effectiveStatus(latest))
+	case path == "" && latest.Destroys != 0:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with \"flow run %s\".\n", latest.ID, latest.Destroys, displayPath(latest.Flow))
+		return nil
+	case path == "" && latest.Status == state.Succeeded && !f.selective():
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with \"flow run %s\".\n", latest.ID, displayPath(latest.Flow))
+		return nil
+	case path == "":
 		run, path = latest, latest.Flow
-		if previous, base, err = resumeInputs(store, run); err != nil {
+		if previous, base, err = engine.RunInputs(store, run); err != nil {
 			return fail(ExitInvalid, err)
 		}
-	} else if latest != nil && latest.Status != state.Succeeded && !fresh {
+	case latest != nil && latest.Status != state.Succeeded && !fresh:
 		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with \"flow resume\" or start over with \"flow run --new\"",
 			latest.ID, latest.Flow, effectiveStatus(latest))
 	}
@@ -139,123 +142,110 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	if err != nil {
 		return err
 	}
+	plan, err := f.selectFrom(l.Plan)
+	if err != nil {
+		return fail(ExitInvalid, err)
+	}
+	verb := "Resuming"
 	if run == nil {
-		run, err = c.newRun(store, path, l)
+		// --target and --replace act on what the latest run of this flow left.
+		verb = "Starting"
+		if f.selective() && latest != nil && latest.Destroys == 0 && latest.Flow == absPath(path) {
+			verb = fmt.Sprintf("From the checkpoints of run %d, starting", latest.ID)
+			run, previous, err = engine.StartRun(store, l, latest)
+		} else {
+			run, previous, err = engine.StartRun(store, l, nil)
+		}
 	} else {
-		err = c.reopenRun(store, run, l)
+		var changed bool
+		if changed, err = engine.ResumeRun(store, run, l); changed {
+			fmt.Fprintf(c.stdout, "The flow changed since run %d started; instances whose inputs changed run again.\n", run.ID)
+		}
 	}
 	if err != nil {
 		return fail(ExitInvalid, err)
 	}
-	return c.runPlan(ctx, store, src, run, l, previous, f)
+	return c.runPlan(ctx, store, src, run, l, plan, previous, f, verb)
 }
 
-func describeLatest(r *state.Run) string {
-	if r == nil {
-		return "there are no runs yet; start one with \"flow run PATH\""
-	}
-	return fmt.Sprintf("the latest run (%d) succeeded; start a new one with \"flow run %s\"", r.ID, r.Flow)
+// session is what a run or a destroy holds while it executes: a context cancelled
+// by the first SIGINT or SIGTERM, the state file, locked, its latest run, and the live
+// endpoint that other terminals' status and logs ask.
+type session struct {
+	ctx    context.Context
+	store  *state.Store
+	src    *liveSource
+	latest *state.Run
+	close  func()
 }
 
-func resumeInputs(store *state.Store, run *state.Run) (map[string]*state.Instance, map[string]cty.Value, error) {
-	recs, err := store.Instances(run.ID)
+func (c *CLI) openSession() (*session, error) {
+	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
+	// loads must end in exit code 130 and a resumable state, not the default death.
+	ctx, stopSignals := c.interruptible()
+	store, err := state.Open(c.state(), state.Options{})
 	if err != nil {
-		return nil, nil, err
+		stopSignals()
+		return nil, fail(ExitInvalid, err)
 	}
-	previous := make(map[string]*state.Instance, len(recs))
-	for _, r := range recs {
-		previous[r.Address] = r
+	s := &session{ctx: ctx, store: store, src: &liveSource{}, close: func() { store.Close(); stopSignals() }}
+	if stopLive, err := live.Serve(store.Path(), s.src); err != nil {
+		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
+	} else {
+		s.close = func() { stopLive(); store.Close(); stopSignals() }
 	}
-	base := map[string]cty.Value{}
-	for name, sv := range run.Vars {
-		v, err := sv.Decode()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read recorded variable %q: %w", name, err)
-		}
-		base[name] = v
+	if s.latest, err = store.LatestRun(); err != nil {
+		s.close()
+		return nil, fail(ExitInvalid, err)
 	}
-	return previous, base, nil
+	return s, nil
 }
 
-func (c *CLI) newRun(store *state.Store, path string, l *loaded) (*state.Run, error) {
-	abs, err := filepath.Abs(path)
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// runPlan executes plan (all of l's plan, or the part --target selected) with signal
+// handling and the live status endpoint, then records and prints the outcome.
+func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *engine.Loaded, plan *engine.Plan, previous map[string]*state.Instance, f execFlags, verb string) error {
+	live, err := f.live(c.stdout)
 	if err != nil {
-		return nil, err
-	}
-	run := &state.Run{Flow: abs, FlowHash: l.flow.Hash, Status: state.Running,
-		StartedAt: time.Now().UTC(), PID: os.Getpid()}
-	if err := recordVars(run, l); err != nil {
-		return nil, err
-	}
-	if err := store.CreateRun(run); err != nil {
-		return nil, err
-	}
-	return run, nil
-}
-
-func (c *CLI) reopenRun(store *state.Store, run *state.Run, l *loaded) error {
-	if run.FlowHash != l.flow.Hash {
-		fmt.Fprintf(c.stdout, "The flow changed since run %d started; instances whose inputs changed run again.\n", run.ID)
-	}
-	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.flow.Hash, state.Running, os.Getpid(), nil, ""
-	run.Resumes++
-	if err := recordVars(run, l); err != nil {
 		return err
 	}
-	return store.PutRun(run)
-}
-
-// recordVars stores every variable value except sensitive ones, which are only named.
-func recordVars(run *state.Run, l *loaded) error {
-	run.Vars, run.Sensitive = map[string]state.Value{}, nil
-	for name, v := range l.vars {
-		if l.flow.Variables[name].Sensitive {
-			run.Sensitive = append(run.Sensitive, name)
-			continue
-		}
-		sv, err := state.EncodeValue(v)
-		if err != nil {
-			return fmt.Errorf("record variable %q: %w", name, err)
-		}
-		run.Vars[name] = sv
-	}
-	return nil
-}
-
-// runPlan executes with signal handling and the live status endpoint, then records
-// and prints the outcome.
-func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
-	runner := engine.NewRunner(l.plan, engine.Options{
+	out, view := c.progressOut(live)
+	runner := engine.NewRunner(plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
-		Previous: previous, Out: c.stdout, Logger: c.logger(l.plan.Scope.Redact),
+		Previous: previous, Replace: f.replace, Out: out, Logger: c.logger(plan.Scope.Redact), Live: live,
 	})
-	verb := "Starting"
-	if previous != nil {
-		verb = "Resuming"
-	}
-	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(l.plan.Order), f.parallelism)
+	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)
 	src.start(run, runner)
 	began := time.Now()
+	view.start(runner)
 	res, runErr := runner.Run(ctx)
+	view.close()
 	if res == nil {
 		return fail(ExitTaskFailed, runErr)
 	}
-	run.Status, run.FinishedAt = res.Status, timeNow()
-	if runErr != nil {
-		run.Status, run.Error = state.Failed, runErr.Error()
-	}
-	run.Outputs = storedOutputs(res.Outputs)
-	if err := store.PutRun(run); err != nil && runErr == nil {
+	if err := engine.FinishRun(store, run, res, runErr, l.Plan); err != nil && runErr == nil {
 		runErr = err
 	}
-	c.summary(run, res, runner, time.Since(began))
+	c.summary(run, res, runner, time.Since(began), c.resumeHint(l, f.varFlags))
+	return exitFor(res, runErr, "run failed")
+}
+
+// exitFor maps how an execution (a run or a destroy) ended to its exit error;
+// failed is the message of a failure the summary already reported.
+func exitFor(res *engine.Result, runErr error, failed string) error {
 	switch {
 	case runErr != nil:
 		return fail(ExitTaskFailed, runErr)
 	case res.Status == state.Interrupted:
 		return reported(ExitInterrupted, errors.New("interrupted"))
 	case res.Status != state.Succeeded:
-		return reported(ExitTaskFailed, errors.New("run failed"))
+		return reported(ExitTaskFailed, errors.New(failed))
 	}
 	return nil
 }
@@ -281,19 +271,6 @@ func (c *CLI) interruptible() (context.Context, func()) {
 }
 
 func timeNow() *time.Time { t := time.Now().UTC(); return &t }
-
-func storedOutputs(outs map[string]cty.Value) map[string]state.Value {
-	stored := map[string]state.Value{}
-	for name, v := range outs {
-		if v.ContainsMarked() {
-			continue // sensitive outputs are shown as (sensitive) and never stored
-		}
-		if sv, err := state.EncodeValue(v); err == nil {
-			stored[name] = sv
-		}
-	}
-	return stored
-}
 
 func displayPath(p string) string {
 	if wd, err := os.Getwd(); err == nil {

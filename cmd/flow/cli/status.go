@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"text/tabwriter"
@@ -14,17 +15,27 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
 )
 
 // statusDoc is the `flow status --json` contract.
 type statusDoc struct {
-	RunID  uint64    `json:"run_id"`
-	Flow   string    `json:"flow"`
-	Status string    `json:"status"`
-	Tasks  []taskDoc `json:"tasks"`
+	RunID   uint64               `json:"run_id"`
+	Flow    string               `json:"flow"`
+	Status  string               `json:"status"`
+	Tasks   []taskDoc            `json:"tasks"`
+	Outputs map[string]outputDoc `json:"outputs"`
+	// Destroys is, for a run of flow destroy, the run it undoes.
+	Destroys uint64 `json:"destroys,omitempty"`
+}
+
+// outputDoc is one flow output in `flow status --json` and `flow output --json`: its
+// value and type in cty's JSON encoding; a sensitive one has neither.
+type outputDoc struct {
+	Value     json.RawMessage `json:"value"`
+	Type      json.RawMessage `json:"type"`
+	Sensitive bool            `json:"sensitive"`
 }
 
 type taskDoc struct {
@@ -37,7 +48,18 @@ type taskDoc struct {
 }
 
 func newStatusDoc(run *state.Run, status string, recs []state.Instance) statusDoc {
-	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}}
+	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{},
+		Destroys: run.Destroys}
+	for name, v := range run.Outputs {
+		doc.Outputs[name] = outputDoc{Value: v.Value, Type: v.Type}
+	}
+	for _, name := range run.SensitiveOutputs {
+		doc.Outputs[name] = outputDoc{Value: json.RawMessage("null"), Type: json.RawMessage("null"), Sensitive: true}
+	}
+	// Plan order, as the run recorded it; records from before it did tie and fall
+	// back to address order.
+	recs = slices.Clone(recs)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Order < recs[j].Order })
 	for _, r := range recs {
 		doc.Tasks = append(doc.Tasks, taskDoc{Address: r.Address, Status: string(r.Status), Attempts: r.Attempts,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error})
@@ -60,10 +82,18 @@ func effectiveStatus(r *state.Run) state.Status {
 type liveSource struct {
 	mu     sync.Mutex
 	run    *state.Run
-	runner *engine.Runner
+	runner progressSource
 }
 
-func (s *liveSource) start(run *state.Run, runner *engine.Runner) {
+// progressSource is what `flow status` from another terminal and the live view read
+// while a run or a destroy is in progress: *engine.Runner or *engine.Destruction.
+type progressSource interface {
+	Snapshot() []state.Instance
+	Log(addr string) ([]byte, bool)
+	LastLine(addr string) string
+}
+
+func (s *liveSource) start(run *state.Run, runner progressSource) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.run, s.runner = run, runner
@@ -74,11 +104,9 @@ func (s *liveSource) Status() any {
 	run, runner := s.run, s.runner
 	s.mu.Unlock()
 	if runner == nil {
-		return statusDoc{Status: string(state.Running), Tasks: []taskDoc{}}
+		return statusDoc{Status: string(state.Running), Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}
 	}
-	recs := runner.Snapshot()
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Address < recs[j].Address }) // as the store orders them
-	return newStatusDoc(run, string(state.Running), recs)
+	return newStatusDoc(run, string(state.Running), runner.Snapshot())
 }
 
 func (s *liveSource) Log(addr string) ([]byte, bool) {
@@ -146,9 +174,7 @@ is in progress: the running flow process answers then.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
+				return writeJSON(c.stdout, doc)
 			}
 			printStatus(c.stdout, doc)
 			return nil
@@ -212,7 +238,11 @@ func pickRun(store *state.Store, id uint64) (*state.Run, error) {
 }
 
 func printStatus(w io.Writer, doc statusDoc) {
-	fmt.Fprintf(w, "Run %d: %s (%s)\n", doc.RunID, doc.Status, displayPath(doc.Flow))
+	if doc.Destroys != 0 {
+		fmt.Fprintf(w, "Run %d, destroying run %d: %s (%s)\n", doc.RunID, doc.Destroys, doc.Status, displayPath(doc.Flow))
+	} else {
+		fmt.Fprintf(w, "Run %d: %s (%s)\n", doc.RunID, doc.Status, displayPath(doc.Flow))
+	}
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range doc.Tasks {
@@ -268,8 +298,12 @@ func (c *CLI) runsCmd() *cobra.Command {
 				if r.FinishedAt != nil {
 					dur = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
 				}
+				flow := displayPath(r.Flow)
+				if r.Destroys != 0 {
+					flow = fmt.Sprintf("destroy of run %d: %s", r.Destroys, flow)
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, effectiveStatus(r),
-					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, displayPath(r.Flow))
+					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, flow)
 			}
 			return tw.Flush()
 		},
@@ -299,13 +333,15 @@ secrets redacted. While a run is in progress it prints the output captured so fa
 	return cmd
 }
 
-// normalizeAddress accepts keys without quotes, TYPE.NAME[KEY] and
-// module.NAME[KEY].TYPE.NAME[KEY], as shells tend to leave them.
+// normalizeAddress accepts keys without quotes, as shells tend to leave them:
+// TYPE.NAME[KEY] and module.NAME[KEY].TYPE.NAME[KEY].
 func normalizeAddress(addr string) string {
-	return bareKey.ReplaceAllStringFunc(addr, func(k string) string { return fmt.Sprintf("[%q]", k[1:len(k)-1]) })
+	return unquotedKey.ReplaceAllStringFunc(addr, func(k string) string {
+		return fmt.Sprintf("[%q]", k[1:len(k)-1])
+	})
 }
 
-var bareKey = regexp.MustCompile(`\[([^"\]]*)\]`)
+var unquotedKey = regexp.MustCompile(`\[[^"\]]+\]`)
 
 func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	addr = normalizeAddress(addr)

@@ -15,7 +15,7 @@ import (
 
 // summary prints the end of a run: on failure the first failing instance's error and
 // the tail of its output come first, then the counts, outputs and what to do next.
-func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner, took time.Duration) {
+func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner, took time.Duration, hint string) {
 	w := c.stdout
 	fmt.Fprintln(w)
 	if res.FirstFailure != "" {
@@ -51,8 +51,10 @@ func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner,
 	}
 	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
 	c.printOutputs(res.Outputs)
-	if res.Status != state.Succeeded {
-		fmt.Fprintln(w, `Continue with "flow resume"; see "flow status" and "flow logs ADDRESS".`)
+	if run.Status == state.Pending {
+		fmt.Fprintf(w, "The instances --target left out have not run: the run is unfinished; %q runs them.\n", hint)
+	} else if res.Status != state.Succeeded {
+		fmt.Fprintf(w, "Continue with %q; see \"flow status\" and \"flow logs ADDRESS\".\n", hint)
 	}
 }
 
@@ -91,4 +93,44 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(10 * time.Millisecond)
+}
+
+// resumeHint is the resume command line that continues this run: the state file if it
+// was given, and the variable flags whose values the state does not keep. Sensitive
+// values are never printed: a --var that set one is shown as NAME=... to fill in.
+func (c *CLI) resumeHint(l *engine.Loaded, v varFlags) string {
+	args := []string{"flow", "resume"}
+	if c.statePath != "" {
+		args = append(args, "--state", shellQuote(c.statePath))
+	}
+	if !setsSensitive(l) {
+		return strings.Join(args, " ")
+	}
+	for _, f := range v.files {
+		args = append(args, "--var-file", shellQuote(f))
+	}
+	for _, kv := range v.vars {
+		name, _, _ := strings.Cut(kv, "=")
+		if variable, ok := l.Flow.Variables[name]; ok && variable.Sensitive {
+			args = append(args, "--var", name+"=...")
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func setsSensitive(l *engine.Loaded) bool {
+	for name := range l.Vars {
+		if v, ok := l.Flow.Variables[name]; ok && v.Sensitive {
+			return true
+		}
+	}
+	return false
 }

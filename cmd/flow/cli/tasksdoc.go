@@ -14,15 +14,19 @@ func (c *CLI) tasksCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "tasks [TYPE]",
 		Short: "List the task types, or document one: attributes, types, outputs, example",
+		Long: `List the task types, each with what flow destroy does with its instances (undoes
+them, nothing to undo, not undone; "with undo": only instances that set that attribute),
+or document one type: attributes, outputs, how it is undone, and an example.`,
 		Example: `  flow tasks
   flow tasks exec`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TYPE\tFLOW DESTROY\tSUMMARY")
 				for _, name := range c.reg.Names() {
 					t, _ := c.reg.Lookup(name)
-					fmt.Fprintf(tw, "%s\t%s\n", name, t.Summary)
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", name, undoColumn(t), t.Summary)
 				}
 				return tw.Flush()
 			}
@@ -63,10 +67,25 @@ func (c *CLI) describeType(t *tasks.Type) error {
 		}
 		tw.Flush()
 	}
+	fmt.Fprintf(w, "\nUndo (flow destroy): %s\n", t.UndoText())
 	if t.Example != "" {
 		fmt.Fprintf(w, "\nExample:\n\n%s\n", indent(strings.TrimSpace(t.Example), "  "))
 	}
 	return nil
+}
+
+// undoColumn says in a word what flow destroy does with a type's instances.
+func undoColumn(t *tasks.Type) string {
+	_, destroyer := t.New().(tasks.Destroyer)
+	switch {
+	case destroyer && t.UndoAttr != "":
+		return "with " + t.UndoAttr
+	case destroyer:
+		return "undoes"
+	case t.Undo == tasks.UndoNothing:
+		return "nothing to undo"
+	}
+	return "not undone"
 }
 
 func indent(s, prefix string) string {

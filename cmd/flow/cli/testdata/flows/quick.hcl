@@ -12,6 +12,7 @@ variable "token" {
 }
 
 task "exec" "prepare" {
+  description = "Prepare the members' shared settings."
   command = ["echo", "preparing"]
 }
 

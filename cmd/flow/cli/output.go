@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/spf13/cobra"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+func (c *CLI) outputCmd() *cobra.Command {
+	var asJSON bool
+	var runID uint64
+	cmd := &cobra.Command{
+		Use:   "output [NAME]",
+		Short: "Print the flow outputs the latest run recorded",
+		Long: `Print the outputs of the latest run (or --run N), read from the state file: every output
+as NAME = VALUE, or one output's value alone (a string without quotes), for scripts and
+follow-on flows. Sensitive outputs are never stored, so they are shown as (sensitive);
+the run that computed them printed (sensitive) too. --json prints one object of
+{"value", "type", "sensitive"} per output (or that object alone for NAME), as in
+"flow status --json".`,
+		Example: `  flow output
+  flow output kubeconfig            # the value alone
+  flow output --json | jq -r .registry.value`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := c.loadStatus(runID)
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				o, ok := doc.Outputs[args[0]]
+				if !ok {
+					return failf(ExitInvalid, "run %d has no output %q; it has %s", doc.RunID, args[0], outputNames(doc.Outputs))
+				}
+				return c.printOutput(o, asJSON)
+			}
+			if asJSON {
+				return writeJSON(c.stdout, doc.Outputs)
+			}
+			for _, name := range slices.Sorted(maps.Keys(doc.Outputs)) {
+				text, err := outputText(doc.Outputs[name], false)
+				if err != nil {
+					return fail(ExitInvalid, fmt.Errorf("output %q: %w", name, err))
+				}
+				fmt.Fprintf(c.stdout, "%s = %s\n", name, strings.ReplaceAll(text, "\n", "\n  "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().Uint64Var(&runID, "run", 0, "read this run instead of the latest")
+	return cmd
+}
+
+func (c *CLI) printOutput(o outputDoc, asJSON bool) error {
+	if asJSON {
+		return writeJSON(c.stdout, o)
+	}
+	text, err := outputText(o, true)
+	if err != nil {
+		return fail(ExitInvalid, err)
+	}
+	fmt.Fprintln(c.stdout, text)
+	return nil
+}
+
+// outputText renders an output in HCL syntax; with raw set a string is printed as is.
+func outputText(o outputDoc, raw bool) (string, error) {
+	if o.Sensitive {
+		return "(sensitive)", nil
+	}
+	v, err := state.Value{Type: o.Type, Value: o.Value}.Decode()
+	if err != nil {
+		return "", err
+	}
+	if raw && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+		return v.AsString(), nil
+	}
+	return strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes())), nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func outputNames(m map[string]outputDoc) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// progressFlag is --progress on run and resume.
+type progressFlag struct{ mode string }
+
+func (p *progressFlag) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.mode, "progress", "auto",
+		"auto (tty on a terminal, else plain), plain (one line per event) or tty (a live view of the running tasks)")
+}
+
+// live reports whether the run shows the live view on out.
+func (p *progressFlag) live(out io.Writer) (bool, error) {
+	switch p.mode {
+	case "plain":
+		return false, nil
+	case "tty":
+		return true, nil
+	case "auto", "":
+		f, ok := out.(*os.File)
+		return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb", nil
+	}
+	return false, failf(ExitInvalid, "unknown --progress %q: use auto, plain or tty", p.mode)
+}
+
+// liveView draws, below the lines of a run's events, one line per running instance
+// with its elapsed time and last output line, and the counts of done, running and
+// waiting instances, redrawn in place as BuildKit does for parallel steps. Writes of
+// event lines go above it. It is safe for concurrent use.
+type liveView struct {
+	mu     sync.Mutex
+	out    io.Writer
+	runner progressSource
+	began  time.Time
+	drawn  int // lines of the view on the terminal now
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// liveRefresh is how often the view is redrawn when no event comes.
+const liveRefresh = 200 * time.Millisecond
+
+func newLiveView(out io.Writer) *liveView {
+	return &liveView{out: out, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// progressOut returns where a run's or destroy's events go: stdout, or with live set
+// a live view over it (start it, and close it before printing the summary). The view
+// is nil without live; its methods then do nothing.
+func (c *CLI) progressOut(live bool) (io.Writer, *liveView) {
+	if !live {
+		return c.stdout, nil
+	}
+	v := newLiveView(c.stdout)
+	return v, v
+}
+
+// start begins redrawing the view of runner until close.
+func (v *liveView) start(runner progressSource) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	v.runner = runner
+	v.mu.Unlock()
+	go func() {
+		defer close(v.done)
+		tick := time.NewTicker(liveRefresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-v.stop:
+				return
+			case <-tick.C:
+				v.mu.Lock()
+				v.redraw(nil)
+				v.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// close stops redrawing and removes the view, leaving the event lines.
+func (v *liveView) close() {
+	if v == nil {
+		return
+	}
+	close(v.stop)
+	<-v.done
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.erase()
+}
+
+// Write puts event lines above the view.
+func (v *liveView) Write(p []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.redraw(p)
+	return len(p), nil
+}
+
+// redraw erases the view, writes lines, and draws the view again, in one write so
+// the terminal never shows it half drawn.
+func (v *liveView) redraw(lines []byte) {
+	var b strings.Builder
+	if v.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dF\x1b[J", v.drawn) // to the start of its first line; clear below
+	}
+	b.Write(lines)
+	view := v.render()
+	b.WriteString(view)
+	v.drawn = strings.Count(view, "\n")
+	io.WriteString(v.out, b.String())
+}
+
+func (v *liveView) erase() {
+	if v.drawn > 0 {
+		fmt.Fprintf(v.out, "\x1b[%dF\x1b[J", v.drawn)
+		v.drawn = 0
+	}
+}
+
+// render is the view: a count line, then one line per running instance, each cut
+// to the terminal's width.
+func (v *liveView) render() string {
+	if v.runner == nil {
+		return ""
+	}
+	width := 100
+	if f, ok := v.out.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			width = w
+		}
+	}
+	var done, waiting int
+	var running []state.Instance
+	for _, r := range v.runner.Snapshot() {
+		switch r.Status {
+		case state.Running:
+			running = append(running, r)
+		case state.Pending:
+			waiting++
+		default:
+			done++
+		}
+	}
+	var b strings.Builder
+	b.WriteString(cut(fmt.Sprintf("[+] %s: %d done, %d running, %d waiting",
+		time.Since(v.began).Round(100*time.Millisecond), done, len(running), waiting), width) + "\n")
+	now := time.Now()
+	for _, r := range running {
+		elapsed := ""
+		if r.StartedAt != nil {
+			elapsed = now.Sub(*r.StartedAt).Round(100 * time.Millisecond).String()
+		}
+		line := fmt.Sprintf(" => %s  %s", r.Address, elapsed)
+		if last := v.runner.LastLine(r.Address); last != "" {
+			line += "  " + last
+		}
+		b.WriteString(cut(line, width) + "\n")
+	}
+	return b.String()
+}
+
+// cut shortens s to width columns (runes; wide characters may overflow), keeping a
+// line of the view from wrapping, which would break erasing it.
+func cut(s string, width int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' ' // a task's escape sequences must not move the cursor
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > width-1 {
+		return string(r[:max(width-2, 0)]) + "…"
+	}
+	return s
+}

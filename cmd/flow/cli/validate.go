@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"errors"
+	"os"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/config"
+)
+
+// validateDoc is the `flow validate --json` contract, shaped as terraform's.
+type validateDoc struct {
+	Valid        bool            `json:"valid"`
+	ErrorCount   int             `json:"error_count"`
+	WarningCount int             `json:"warning_count"`
+	Diagnostics  []diagnosticDoc `json:"diagnostics"`
+}
+
+type diagnosticDoc struct {
+	Severity string    `json:"severity"` // error or warning
+	Summary  string    `json:"summary"`
+	Detail   string    `json:"detail"`
+	Range    *rangeDoc `json:"range,omitempty"`
+}
+
+type rangeDoc struct {
+	Filename string `json:"filename"`
+	Start    posDoc `json:"start"`
+	End      posDoc `json:"end"`
+}
+
+type posDoc struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+// validateJSON prints one validateDoc; an invalid flow exits 2 as without --json.
+func (c *CLI) validateJSON(path string, v varFlags) error {
+	_, _, diags := engine.Load(path, c.reg, config.VarInputs{Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: true})
+	doc := validateDoc{Valid: !diags.HasErrors(), Diagnostics: []diagnosticDoc{}}
+	for _, d := range diags {
+		dd := diagnosticDoc{Severity: "warning", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagError {
+			dd.Severity = "error"
+			doc.ErrorCount++
+		} else {
+			doc.WarningCount++
+		}
+		if r := d.Subject; r != nil {
+			dd.Range = &rangeDoc{Filename: r.Filename,
+				Start: posDoc{r.Start.Line, r.Start.Column, r.Start.Byte},
+				End:   posDoc{r.End.Line, r.End.Column, r.End.Byte}}
+		}
+		doc.Diagnostics = append(doc.Diagnostics, dd)
+	}
+	if err := writeJSON(c.stdout, doc); err != nil {
+		return err
+	}
+	if !doc.Valid {
+		return reported(ExitInvalid, errors.New("the flow is invalid"))
+	}
+	return nil
+}

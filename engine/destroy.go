@@ -1,0 +1,323 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// DestroyOptions configure one destroy of a run's instances.
+type DestroyOptions struct {
+	// RunID is the destroy run each undone instance is checkpointed under.
+	RunID uint64
+	Store Checkpointer
+	// Done holds the destroy run's records from an earlier, interrupted attempt:
+	// an instance recorded as succeeded there is already undone.
+	Done   map[string]*state.Instance
+	Out    io.Writer
+	Logger hclog.Logger
+	// Live leaves task output out of Out, for a live view (see Options.Live).
+	Live bool
+}
+
+// Destruction undoes what one run created. Run may be called once; Snapshot, Log and
+// LastLine may be called from other goroutines while it runs.
+type Destruction struct {
+	plan    *Plan
+	created map[string]*state.Instance
+	opts    DestroyOptions
+	console *console
+	values  map[string]cty.Value
+	// kept names, per instance left in place, why; its dependencies stay too.
+	kept map[string]string
+
+	mu       sync.Mutex // guards records and captures, the live view
+	records  map[string]*state.Instance
+	captures map[string]*capture
+}
+
+// NewDestruction prepares undoing what the run whose records are created made. It
+// writes nothing until Run.
+func NewDestruction(p *Plan, created map[string]*state.Instance, opts DestroyOptions) *Destruction {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	d := &Destruction{plan: p, created: created, opts: opts, console: &console{out: opts.Out},
+		kept: map[string]string{}, records: map[string]*state.Instance{}, captures: map[string]*capture{}}
+	for i, addr := range p.Order {
+		if !ran(created[addr]) {
+			continue
+		}
+		rec := &state.Instance{Address: addr, Type: p.Instances[addr].Task.Type, Status: state.Pending, Order: i}
+		if done := opts.Done[addr]; done != nil && done.Status == state.Succeeded {
+			cp := *done
+			rec = &cp
+		}
+		d.records[addr], d.captures[addr] = rec, &capture{}
+	}
+	return d
+}
+
+// ran reports whether an instance record shows that its task ran at some point of the
+// run: an instance skipped or pending after a resume may have run in an earlier attempt.
+func ran(r *state.Instance) bool {
+	return r != nil && (r.Attempts > 0 || r.Status == state.Succeeded)
+}
+
+// Run undoes, in reverse dependency order, one instance at a time, each instance the
+// run started: decoded from its inputs as that run evaluated them (the plan's
+// variables and its dependencies' recorded outputs) and, if its task type is a
+// tasks.Destroyer, destroyed. An instance is left alone when its type cannot be undone
+// (or, with Type.UndoAttr, the instance does not set that attribute), or when
+// something that depends on it could not be destroyed. Each result is committed
+// before the next instance starts, so an interrupted destroy continues where it
+// stopped. Like Runner.Run, the error is non-nil only when a checkpoint could not be
+// written; failures are in the Result.
+func (d *Destruction) Run(ctx context.Context) (*Result, error) {
+	d.values = d.plan.recordedValues(d.created)
+	res := &Result{Status: state.Succeeded}
+	for i := len(d.plan.Order) - 1; i >= 0; i-- {
+		addr := d.plan.Order[i]
+		if d.records[addr] == nil {
+			continue
+		}
+		rec, err := d.one(ctx, d.plan.Instances[addr])
+		res.Records = append(res.Records, rec)
+		if err != nil {
+			return res, fmt.Errorf("write checkpoint: %w", err)
+		}
+		switch rec.Status {
+		case state.Failed:
+			if res.FirstFailure == "" {
+				res.FirstFailure = addr
+			}
+			res.Status = state.Failed
+		case state.Interrupted:
+			res.Status = state.Interrupted
+		}
+	}
+	return res, nil
+}
+
+// Snapshot returns copies of the records of the instances being undone, in plan order.
+func (d *Destruction) Snapshot() []state.Instance {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []state.Instance
+	for _, addr := range d.plan.Order {
+		if r := d.records[addr]; r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// Log returns the output captured so far while undoing addr.
+func (d *Destruction) Log(addr string) ([]byte, bool) {
+	d.mu.Lock()
+	c, ok := d.captures[addr]
+	d.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return c.bytes(), true
+}
+
+// LastLine returns the last line written while undoing addr, or "".
+func (d *Destruction) LastLine(addr string) string {
+	d.mu.Lock()
+	c, ok := d.captures[addr]
+	d.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	return c.lastLine()
+}
+
+// recordedValues rebuilds, in plan order, what each instance's dependents read: its
+// inputs as evaluated now from the recorded values, and its recorded outputs. An
+// instance whose outputs were not stored reads as unknown, so whatever depends on it
+// cannot be decoded and is reported so.
+func (p *Plan) recordedValues(created map[string]*state.Instance) map[string]cty.Value {
+	values := map[string]cty.Value{}
+	for _, addr := range p.Order {
+		inst := p.Instances[addr]
+		rec := created[addr]
+		if rec == nil || rec.Status != state.Succeeded || rec.Redacted {
+			values[addr] = cty.UnknownVal(objectType(inst.Task))
+			continue
+		}
+		ectx, _ := p.evalContext(inst, func(a string) cty.Value { return values[a] })
+		ev, _ := p.evaluate(inst, ectx, false)
+		outs := map[string]cty.Value{}
+		for name, sv := range rec.Outputs {
+			if v, err := sv.Decode(); err == nil {
+				outs[name] = v
+			}
+		}
+		values[addr] = instanceValue(inst.Task, ev.inputs, outs)
+	}
+	return values
+}
+
+// one undoes inst and returns its record in the destroy run and the error of
+// committing that record.
+func (d *Destruction) one(ctx context.Context, inst *Instance) (*state.Instance, error) {
+	addr := inst.Addr
+	created := d.created[addr]
+	d.mu.Lock()
+	rec := *d.records[addr]
+	d.mu.Unlock()
+	if rec.Status == state.Succeeded {
+		d.say("%s: already destroyed", addr)
+		return &rec, nil
+	}
+	for _, dep := range d.plan.Dependents(addr) {
+		if why, ok := d.kept[dep]; ok && why != "" {
+			return d.keep(&rec, fmt.Sprintf("kept: %s, which depends on it, was not destroyed", dep), true)
+		}
+	}
+	kind := inst.Task.Kind
+	if _, ok := kind.New().(tasks.Destroyer); !ok {
+		d.kept[addr] = "" // nothing of it to wait for: its dependencies may go
+		return d.keep(&rec, fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", undoGist(kind.UndoText()), inst.Task.Type), false)
+	}
+	if _, set := inst.Task.Attributes[kind.UndoAttr]; kind.UndoAttr != "" && !set {
+		d.kept[addr] = ""
+		return d.keep(&rec, fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type), false)
+	}
+	if err := ctx.Err(); err != nil {
+		d.kept[addr] = "interrupted"
+		rec.Status, rec.Error = state.Interrupted, "interrupted"
+		return &rec, d.commit(&rec, nil)
+	}
+	return d.undo(ctx, inst, &rec, created)
+}
+
+func (d *Destruction) keep(rec *state.Instance, why string, blocks bool) (*state.Instance, error) {
+	if blocks {
+		d.kept[rec.Address] = why
+	}
+	rec.Status, rec.Reason = state.Skipped, why
+	d.say("%s: %s", rec.Address, why)
+	return rec, d.commit(rec, nil)
+}
+
+// undo decodes inst and calls its Destroy; a panic becomes its error.
+func (d *Destruction) undo(ctx context.Context, inst *Instance, rec *state.Instance, created *state.Instance) (*state.Instance, error) {
+	began := time.Now()
+	capt := d.captures[inst.Addr]
+	cons := d.console
+	if d.opts.Live {
+		cons = nil
+	}
+	prefix := "[" + inst.Addr + "] "
+	stdout := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: d.plan.Scope.Redact}
+	stderr := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: d.plan.Scope.Redact}
+	rec.Status, rec.StartedAt, rec.Attempts = state.Running, timePtr(began), rec.Attempts+1
+	d.publish(rec)
+	derr := func() (derr error) {
+		defer func() {
+			if p := recover(); p != nil {
+				derr = fmt.Errorf("task panicked: %v", p)
+				d.opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
+			}
+		}()
+		ectx, diags := d.plan.evalContext(inst, func(a string) cty.Value { return d.values[a] })
+		if diags.HasErrors() {
+			return errors.New(diagText(diags))
+		}
+		ev, diags := d.plan.evaluate(inst, ectx, true)
+		if diags.HasErrors() {
+			return errors.New(diagText(diags))
+		}
+		if ev.task == nil {
+			return errors.New("its inputs read outputs that were not stored (they held a secret, or their task did not finish)")
+		}
+		if fp, hashes := fingerprint(inst.Task, ev.inputs); created.Fingerprint != "" && fp != created.Fingerprint {
+			d.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
+		}
+		d.say("%s: destroying", inst.Addr)
+		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
+			Logger: d.opts.Logger.Named(inst.Addr)}
+		return ev.task.(tasks.Destroyer).Destroy(ctx, env, d.recordedOutputs(created))
+	}()
+	stdout.flush()
+	stderr.flush()
+	rec.FinishedAt = timePtr(time.Now())
+	elapsed := round(time.Since(began))
+	switch {
+	case derr != nil && ctx.Err() != nil:
+		rec.Status, rec.Error = state.Interrupted, "interrupted"
+		d.kept[inst.Addr] = "interrupted"
+		d.say("%s: interrupted after %s", inst.Addr, elapsed)
+	case derr != nil:
+		rec.Status, rec.Error = state.Failed, d.plan.Scope.Redact(derr.Error())
+		d.kept[inst.Addr] = "failed"
+		d.say("%s: destroy failed in %s: %s", inst.Addr, elapsed, rec.Error)
+	default:
+		rec.Status = state.Succeeded
+		d.say("%s: destroyed in %s", inst.Addr, elapsed)
+	}
+	return rec, d.commit(rec, capt.bytes())
+}
+
+func (d *Destruction) recordedOutputs(created *state.Instance) tasks.Outputs {
+	if created.Status != state.Succeeded || len(created.Outputs) == 0 {
+		return nil
+	}
+	outs := tasks.Outputs{}
+	for name, sv := range created.Outputs {
+		if v, err := sv.Decode(); err == nil {
+			outs[name] = v
+		}
+	}
+	return outs
+}
+
+// publish makes rec what Snapshot shows.
+func (d *Destruction) publish(rec *state.Instance) {
+	cp := *rec
+	d.mu.Lock()
+	d.records[rec.Address] = &cp
+	d.mu.Unlock()
+}
+
+func (d *Destruction) commit(rec *state.Instance, log []byte) error {
+	d.publish(rec)
+	var logs map[string][]byte
+	if log != nil {
+		logs = map[string][]byte{rec.Address: log}
+	}
+	cp := *rec
+	return d.opts.Store.Commit(d.opts.RunID, nil, []*state.Instance{&cp}, logs)
+}
+
+func (d *Destruction) say(format string, args ...any) {
+	d.console.line(d.plan.Scope.Redact(fmt.Sprintf(format, args...)))
+}
+
+// undoGist is an Undo text up to its first colon or full stop, lower-cased.
+func undoGist(text string) string {
+	if i := strings.IndexAny(text, ":."); i > 0 {
+		text = text[:i]
+	}
+	if text != "" {
+		text = strings.ToLower(text[:1]) + text[1:]
+	}
+	return text
+}

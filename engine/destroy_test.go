@@ -1,0 +1,161 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// undoTask outputs its value and, destroyed, logs it; a value in failOnce fails its
+// first destroy.
+type undoTask struct {
+	Value string `hcl:"value"`
+	log   *undoLog
+}
+
+type undoLog struct {
+	mu        sync.Mutex
+	destroyed []string // "ADDR=VALUE"
+	failOnce  map[string]bool
+}
+
+func (t *undoTask) Validate() error { return nil }
+
+func (t *undoTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return tasks.Outputs{"value": cty.StringVal(t.Value)}, nil
+}
+
+func (t *undoTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+	t.log.mu.Lock()
+	defer t.log.mu.Unlock()
+	if t.log.failOnce[t.Value] {
+		delete(t.log.failOnce, t.Value)
+		return errors.New("still in use")
+	}
+	got := "(none)"
+	if v, ok := recorded["value"]; ok {
+		got = v.AsString()
+	}
+	fmt.Fprintf(env.Stdout, "undoing %s\n", got)
+	t.log.destroyed = append(t.log.destroyed, env.Address+"="+t.Value)
+	return nil
+}
+
+const undoFlow = `
+task "test_undo" "base" {
+  value = "base"
+}
+task "test_undo" "member" {
+  for_each = toset(["m1", "m2"])
+  value    = "${test_undo.base.value}-${each.key}"
+}
+task "test_echo" "note" {
+  value = test_undo.member["m1"].value
+}
+task "test_undo" "top" {
+  value = join(",", [for k, m in test_undo.member : m.value])
+}
+`
+
+// TestDestroy: instances are undone in reverse dependency order, decoded from the
+// recorded outputs; a failed undo keeps what it depends on and a second destroy
+// with the first's records continues where it stopped.
+func TestDestroy(t *testing.T) {
+	h := newHarness(t)
+	log := &undoLog{failOnce: map[string]bool{"base-m2": true}}
+	h.reg.MustRegister(tasks.Type{Name: "test_undo", Outputs: valueOutput, Undo: "test: logged",
+		New: func() tasks.Task { return &undoTask{log: log} }})
+	p := h.plan(undoFlow)
+	o := h.run(context.Background(), p, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
+	}
+	created := h.stored(o.runID)
+
+	destroyRun := h.createRun()
+	out := &syncBuffer{}
+	res, err := engine.NewDestruction(p, created, engine.DestroyOptions{RunID: destroyRun, Store: h.store, Out: out}).Run(context.Background())
+	if err != nil || res.Status != state.Failed || res.FirstFailure != `test_undo.member["m2"]` {
+		t.Fatalf("first destroy: %v %+v\n%s", err, res, out)
+	}
+	if want := []string{"test_undo.top=base-m1,base-m2", `test_undo.member["m1"]=base-m1`}; !slices.Equal(log.destroyed, want) {
+		t.Errorf("destroyed %q, want %q", log.destroyed, want)
+	}
+	for _, want := range []string{
+		"[test_undo.top] undoing base-m1,base-m2",
+		`test_echo.note: left as it is (flow destroy cannot undo it; see "flow tasks test_echo")`,
+		`test_undo.member["m2"]: destroy failed in`,
+		`test_undo.base: kept: test_undo.member["m2"], which depends on it, was not destroyed`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("first destroy lacks %q:\n%s", want, out)
+		}
+	}
+
+	log.destroyed = nil
+	out = &syncBuffer{}
+	d := engine.NewDestruction(p, created, engine.DestroyOptions{RunID: destroyRun, Store: h.store,
+		Done: h.stored(destroyRun), Out: out})
+	if snap := d.Snapshot(); len(snap) != 5 || snap[0].Address != "test_undo.base" || snap[0].Status != state.Pending || snap[4].Status != state.Succeeded {
+		t.Errorf("snapshot before the second destroy: %+v", snap)
+	}
+	res, err = d.Run(context.Background())
+	if err != nil || res.Status != state.Succeeded {
+		t.Fatalf("second destroy: %v %+v\n%s", err, res, out)
+	}
+	if want := []string{`test_undo.member["m2"]=base-m2`, "test_undo.base=base"}; !slices.Equal(log.destroyed, want) {
+		t.Errorf("second destroy undid %q, want %q", log.destroyed, want)
+	}
+	if !strings.Contains(out.String(), "test_undo.top: already destroyed") {
+		t.Errorf("second destroy:\n%s", out)
+	}
+	for addr, r := range h.stored(destroyRun) {
+		if want := state.Succeeded; r.Status != want && addr != "test_echo.note" {
+			t.Errorf("%s: %s, want %s", addr, r.Status, want)
+		}
+	}
+}
+
+var _ tasks.Destroyer = (*undoTask)(nil)
+
+// scriptTask has an undo attribute, like exec's, that is not part of what it does.
+type scriptTask struct {
+	Value string `hcl:"value"`
+	Undo  string `hcl:"undo,optional"`
+}
+
+func (t *scriptTask) Validate() error { return nil }
+func (t *scriptTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return tasks.Outputs{"value": cty.StringVal(t.Value)}, nil
+}
+func (t *scriptTask) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error { return nil }
+
+// TestUndoAttrIsNotFingerprinted: adding or changing an undo script does not make a
+// recorded success run again.
+func TestUndoAttrIsNotFingerprinted(t *testing.T) {
+	h := newHarness(t)
+	h.reg.MustRegister(tasks.Type{Name: "test_script", Outputs: valueOutput, Undo: "flow destroy runs undo", UndoAttr: "undo",
+		New: func() tasks.Task { return &scriptTask{} }})
+	o := h.run(context.Background(), h.plan(`task "test_script" "a" { value = "x" }`), engine.Options{})
+	p := h.plan(`task "test_script" "a" {
+  value = "x"
+  undo  = "rm -rf somewhere"
+}`)
+	if d := p.Preview(h.previous(o.runID), nil); d[0].Action != engine.ActionSkip {
+		t.Errorf("after adding undo: %+v, want skip", d[0])
+	}
+	p = h.plan(`task "test_script" "a" { value = "y" }`)
+	if d := p.Preview(h.previous(o.runID), nil); d[0].Action != engine.ActionRun {
+		t.Errorf("after changing value: %+v, want run", d[0])
+	}
+}

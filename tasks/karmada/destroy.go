@@ -1,0 +1,67 @@
+package karmada
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowdev/flow/tasks"
+)
+
+// unjoinFlags is every flag of the `karmadactl unjoin` that flow destroy runs for a
+// karmadactl_join, read from Join's attributes.
+var unjoinFlags = flagTable{
+	{"kubeconfig", "kubeconfig", kindString},
+	{"context", "karmada-context", kindString},
+	{"cluster_kubeconfig", "cluster-kubeconfig", kindString},
+	{"cluster_context", "cluster-context", kindString},
+	{"cluster_namespace", "cluster-namespace", kindString},
+}
+
+// Destroy unjoins the member with `karmadactl unjoin` unless Karmada has no Cluster
+// object of that name.
+func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	bin := newBinary(j.Karmadactl, j.KarmadactlVersion)
+	cluster, err := getCluster(ctx, j.Kubeconfig, j.Context, j.Cluster)
+	if err != nil {
+		return fmt.Errorf("unjoin %q: %w", j.Cluster, err)
+	}
+	if cluster == nil {
+		fmt.Fprintf(env.Stdout, "cluster %s already absent\n", j.Cluster)
+		return nil
+	}
+	if err := bin.checkVersion(ctx, env); err != nil {
+		return err
+	}
+	args := append([]string{"unjoin", j.Cluster}, unjoinFlags.args(j)...)
+	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
+		return fmt.Errorf("karmadactl unjoin %q: %w", j.Cluster, err)
+	}
+	return nil
+}
+
+// Destroy removes the control plane with `karmadactl deinit --force` unless its
+// namespace is gone.
+func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	present, err := i.namespacePresent(ctx)
+	if err != nil {
+		return err
+	}
+	if !present {
+		fmt.Fprintf(env.Stdout, "namespace %s already absent\n", i.namespace())
+		return nil
+	}
+	bin := newBinary(i.Karmadactl, i.KarmadactlVersion)
+	if err := bin.checkVersion(ctx, env); err != nil {
+		return err
+	}
+	args := append([]string{"deinit", "--force"}, deinitFlags.args(i)...)
+	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
+		return fmt.Errorf("karmadactl deinit in namespace %q: %w", i.namespace(), err)
+	}
+	return nil
+}
+
+var (
+	_ tasks.Destroyer = (*Join)(nil)
+	_ tasks.Destroyer = (*Init)(nil)
+)
