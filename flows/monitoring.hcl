@@ -43,6 +43,12 @@ variable "scrape_interval" {
   default = "30s"
 }
 
+variable "kubernetes_discovery" {
+  type        = bool
+  default     = true
+  description = "Find the API servers and annotated pods with Kubernetes service discovery; false scrapes the API server by its Service name instead (for a Prometheus built without it, as Debian's is)."
+}
+
 variable "config_dir" {
   type        = string
   default     = "/root"
@@ -56,10 +62,11 @@ locals {
 task "k8s_apply" "prometheus" {
   kubeconfig = local.kubeconfig
   content = templatefile("${path.flow}/lab/monitoring.yaml.tftpl", {
-    namespace       = var.namespace
-    image           = var.image
-    retention       = var.retention
-    scrape_interval = var.scrape_interval
+    namespace            = var.namespace
+    image                = var.image
+    retention            = var.retention
+    scrape_interval      = var.scrape_interval
+    kubernetes_discovery = var.kubernetes_discovery
   })
 }
 

@@ -78,6 +78,7 @@ start kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=
   --service-account-key-file=$P/sa.pub --service-account-signing-key-file=$P/sa.key \
   --kubelet-client-certificate=$P/apiserver-kubelet-client.crt --kubelet-client-key=$P/apiserver-kubelet-client.key \
   --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
   --service-cluster-ip-range=$SERVICE_CIDR --service-node-port-range=30000-32767
 
 start kube-controller-manager kube-controller-manager --kubeconfig="$(kubeconfig kube-controller-manager)" \

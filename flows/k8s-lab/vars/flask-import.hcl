@@ -4,7 +4,7 @@
 # (`ctr -n k8s.io images import`), and the app then runs as a pod in every member, reached
 # on the host through a proxy device to its pod IP (pass --var config_dir=DIR when the lab
 # was run with one).
-base_image          = "127.0.0.1:32000/python-flask:3.11"
+base_image          = "127.0.0.1:32000/python:3.11-slim"
 vendor_requirements = false
 registry            = "localhost:32000"
 import_script       = "ctr -n k8s.io images import /root/flask-demo.tar"

@@ -4,3 +4,5 @@
 # config_dir (pass --var config_dir=DIR when the lab was run with one).
 image      = "localhost:32000/prometheus:v2.53.3"
 config_dir = ".lab/k8s-lab"
+# Debian's Prometheus 2.42 is built without Kubernetes service discovery.
+kubernetes_discovery = false
