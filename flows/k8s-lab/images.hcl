@@ -59,6 +59,7 @@ locals {
     nginx      = ["nginx-light"]
     prometheus = ["prometheus"]
     python     = ["python-is-python3", "python3-flask"]
+    kube_proxy = ["conntrack", "iptables"]
   }
 
   # Binary name => upstream repository path and tag. Kubernetes binaries go where the real
@@ -72,7 +73,7 @@ locals {
     c => "karmada/${c}:${var.karmada_version}"
   }
   image_binaries = concat(
-    [for c in keys(local.image_kube) : "${c}-${var.image_kube_binary_version}"],
+    [for c in concat(keys(local.image_kube), ["kube-proxy"]) : "${c}-${var.image_kube_binary_version}"],
     [for c in keys(local.image_karmada) : "${c}-${var.karmada_version}"],
   )
   image_coredns_tag = trimprefix(var.image_coredns_version, "v")
@@ -80,6 +81,7 @@ locals {
     debian     = "library/debian:bookworm"
     alpine     = "library/alpine:3.21.0"
     pause      = "pause:3.6"
+    kube_proxy = "kube-proxy:${var.kube_version}"
     etcd       = "etcd:${var.image_etcd_tag}"
     coredns    = "coredns/coredns:${local.image_coredns_tag}"
     nginx      = "library/nginx:${var.image_nginx_tag}"
@@ -219,6 +221,21 @@ task "image_build" "image_kube" {
   timeout    = "10m"
 }
 
+# kube-proxy programs iptables: on a root with Debian's iptables (nft backend by default)
+# and conntrack instead of the base.
+task "image_build" "image_kube_proxy" {
+  layers = [
+    { tarball = exec.image_rootfs["kube_proxy"].stdout },
+    { source = "${exec.image_bins.stdout}/kube-proxy-${var.image_kube_binary_version}", destination = "/usr/local/bin/kube-proxy", mode = "0755" },
+  ]
+  env        = local.image_path_env
+  entrypoint = ["/usr/local/bin/kube-proxy"]
+  push       = "${local.image_upstream}/${local.image_path.kube_proxy}"
+  insecure   = true
+  timeout    = "10m"
+  depends_on = [wait_ready.registry["lab-upstream"]]
+}
+
 # /usr/bin is /bin in the base (merged /usr): a layer with its own bin/ directory would
 # hide the base's /bin -> usr/bin link, and with it /bin/sh.
 task "image_build" "image_karmada" {
@@ -302,6 +319,7 @@ task "image_mirror" "lab" {
       debian     = image_build.image_debian
       alpine     = image_build.image_alpine
       pause      = image_build.image_pause
+      kube_proxy = image_build.image_kube_proxy
       etcd       = image_build.image_etcd
       coredns    = image_build.image_coredns
       nginx      = image_build.image_nginx
