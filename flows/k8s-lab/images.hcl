@@ -94,10 +94,22 @@ locals {
 
 # --- inputs: root file systems, binaries, links ---------------------------------------------
 
+# Gzipped once here (gzip -n: no name or time inside, so the same tar gives the same
+# bytes): image_build then takes the layer's digest by hashing the file instead of
+# compressing hundreds of megabytes at every run.
 task "exec" "image_rootfs" {
   for_each    = local.image_rootfs
-  description = "A Debian root file system with the image's packages (cached by package list)."
-  command     = concat(["bash", "scripts/debian-rootfs.sh", "image-${each.key}"], each.value)
+  description = "A Debian root file system with the image's packages (cached by package list), gzipped into .lab/images."
+  script      = <<-EOT
+    set -e
+    tar=$(bash scripts/debian-rootfs.sh image-${each.key} ${join(" ", each.value)})
+    gz=.lab/images/rootfs/$(basename "$tar").gz
+    if [ ! -s "$gz" ]; then
+      mkdir -p .lab/images/rootfs
+      gzip -1 -n -c "$tar" >"$gz.tmp" && mv "$gz.tmp" "$gz"
+    fi
+    echo "$PWD/$gz"
+  EOT
   dir         = local.image_root
   timeout     = "20m"
 }
