@@ -49,7 +49,6 @@ variable "image_prometheus_tag" {
 
 locals {
   image_root     = var.image_root != "" ? var.image_root : dirname(dirname(path.flow))
-  image_work     = "${local.image_root}/.lab/images"
   image_upstream = "127.0.0.1:${var.upstream_port}"
 
   # Debian root file systems (bookworm, minbase), one per package list, cached by it.
@@ -128,6 +127,7 @@ task "exec" "image_bins" {
 task "exec" "image_pause" {
   description = "Our pause (cmd/lab-pause), static."
   script      = <<-EOT
+    set -e
     mkdir -p .lab/images
     CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .lab/images/pause ./cmd/lab-pause
     echo "$PWD/.lab/images/pause"
@@ -141,6 +141,7 @@ task "exec" "image_pause" {
 task "exec" "image_coredns" {
   description = "The coredns binary: from the binary cache, or built once into .lab/images."
   script      = <<-EOT
+    set -e
     v=${var.image_coredns_version}
     cached=$${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}/coredns-$v
     if [ -x "$cached" ]; then echo "$cached"; exit 0; fi
