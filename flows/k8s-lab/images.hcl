@@ -49,7 +49,6 @@ variable "image_prometheus_tag" {
 
 locals {
   image_root     = var.image_root != "" ? var.image_root : dirname(dirname(path.flow))
-  image_work     = "${local.image_root}/.lab/images"
   image_upstream = "127.0.0.1:${var.upstream_port}"
 
   # Debian root file systems (bookworm, minbase), one per package list, cached by it.
@@ -59,6 +58,7 @@ locals {
     nginx      = ["nginx-light"]
     prometheus = ["prometheus"]
     python     = ["python-is-python3", "python3-flask"]
+    kube_proxy = ["conntrack", "iptables"]
   }
 
   # Binary name => upstream repository path and tag. Kubernetes binaries go where the real
@@ -72,7 +72,7 @@ locals {
     c => "karmada/${c}:${var.karmada_version}"
   }
   image_binaries = concat(
-    [for c in keys(local.image_kube) : "${c}-${var.image_kube_binary_version}"],
+    [for c in concat(keys(local.image_kube), ["kube-proxy"]) : "${c}-${var.image_kube_binary_version}"],
     [for c in keys(local.image_karmada) : "${c}-${var.karmada_version}"],
   )
   image_coredns_tag = trimprefix(var.image_coredns_version, "v")
@@ -80,6 +80,7 @@ locals {
     debian     = "library/debian:bookworm"
     alpine     = "library/alpine:3.21.0"
     pause      = "pause:3.6"
+    kube_proxy = "kube-proxy:${var.kube_version}"
     etcd       = "etcd:${var.image_etcd_tag}"
     coredns    = "coredns/coredns:${local.image_coredns_tag}"
     nginx      = "library/nginx:${var.image_nginx_tag}"
@@ -92,10 +93,22 @@ locals {
 
 # --- inputs: root file systems, binaries, links ---------------------------------------------
 
+# Gzipped once here (gzip -n: no name or time inside, so the same tar gives the same
+# bytes): image_build then takes the layer's digest by hashing the file instead of
+# compressing hundreds of megabytes at every run.
 task "exec" "image_rootfs" {
   for_each    = local.image_rootfs
-  description = "A Debian root file system with the image's packages (cached by package list)."
-  command     = concat(["bash", "scripts/debian-rootfs.sh", "image-${each.key}"], each.value)
+  description = "A Debian root file system with the image's packages (cached by package list), gzipped into .lab/images."
+  script      = <<-EOT
+    set -e
+    tar=$(bash scripts/debian-rootfs.sh image-${each.key} ${join(" ", each.value)})
+    gz=.lab/images/rootfs/$(basename "$tar").gz
+    if [ ! -s "$gz" ]; then
+      mkdir -p .lab/images/rootfs
+      gzip -1 -n -c "$tar" >"$gz.tmp" && mv "$gz.tmp" "$gz"
+    fi
+    echo "$PWD/$gz"
+  EOT
   dir         = local.image_root
   timeout     = "20m"
 }
@@ -114,6 +127,7 @@ task "exec" "image_bins" {
 task "exec" "image_pause" {
   description = "Our pause (cmd/lab-pause), static."
   script      = <<-EOT
+    set -e
     mkdir -p .lab/images
     CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .lab/images/pause ./cmd/lab-pause
     echo "$PWD/.lab/images/pause"
@@ -127,6 +141,7 @@ task "exec" "image_pause" {
 task "exec" "image_coredns" {
   description = "The coredns binary: from the binary cache, or built once into .lab/images."
   script      = <<-EOT
+    set -e
     v=${var.image_coredns_version}
     cached=$${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}/coredns-$v
     if [ -x "$cached" ]; then echo "$cached"; exit 0; fi
@@ -219,6 +234,21 @@ task "image_build" "image_kube" {
   timeout    = "10m"
 }
 
+# kube-proxy programs iptables: on a root with Debian's iptables (nft backend by default)
+# and conntrack instead of the base.
+task "image_build" "image_kube_proxy" {
+  layers = [
+    { tarball = exec.image_rootfs["kube_proxy"].stdout },
+    { source = "${exec.image_bins.stdout}/kube-proxy-${var.image_kube_binary_version}", destination = "/usr/local/bin/kube-proxy", mode = "0755" },
+  ]
+  env        = local.image_path_env
+  entrypoint = ["/usr/local/bin/kube-proxy"]
+  push       = "${local.image_upstream}/${local.image_path.kube_proxy}"
+  insecure   = true
+  timeout    = "10m"
+  depends_on = [wait_ready.registry["lab-upstream"]]
+}
+
 # /usr/bin is /bin in the base (merged /usr): a layer with its own bin/ directory would
 # hide the base's /bin -> usr/bin link, and with it /bin/sh.
 task "image_build" "image_karmada" {
@@ -302,6 +332,7 @@ task "image_mirror" "lab" {
       debian     = image_build.image_debian
       alpine     = image_build.image_alpine
       pause      = image_build.image_pause
+      kube_proxy = image_build.image_kube_proxy
       etcd       = image_build.image_etcd
       coredns    = image_build.image_coredns
       nginx      = image_build.image_nginx
