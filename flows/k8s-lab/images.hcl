@@ -20,7 +20,7 @@ variable "image_root" {
 variable "image_kube_binary_version" {
   type        = string
   default     = "v1.31.4"
-  description = "Version of the Kubernetes binaries in ~/.cache/flow/bin; tagged as var.kube_version (karmadactl v1.13.0 expects v1.31.3, the proxy serves v1.31.4)."
+  description = "Version of the Kubernetes binaries in ~/.cache/flow/bin; their images are tagged var.kube_version (v1.31.4 in this lab; karmadactl v1.13.0's default tag v1.31.3 is not on the module proxy)."
 }
 
 variable "image_coredns_version" {
@@ -86,7 +86,6 @@ locals {
     nginx      = "library/nginx:${var.image_nginx_tag}"
     prometheus = "prom/prometheus:${var.image_prometheus_tag}"
     python     = "library/python:3.11-slim"
-    flask_demo = "flask-demo:1.0"
   }
   image_path_env = { PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
 }
@@ -174,6 +173,9 @@ task "exec" "image_links" {
     ln -sfn /usr/bin/etcdctl $d/etcd/usr/local/bin/etcdctl
     ln -sfn /dev/stdout $d/nginx/var/log/nginx/access.log
     ln -sfn /dev/stderr $d/nginx/var/log/nginx/error.log
+    # The real image serves /usr/share/nginx/html; Debian's site serves /var/www/html.
+    mkdir -p $d/nginx/var/www
+    ln -sfn /usr/share/nginx/html $d/nginx/var/www/html
     echo "$PWD/$d"
   EOT
   dir         = local.image_root
@@ -309,17 +311,6 @@ task "image_build" "image_python" {
   depends_on = [wait_ready.registry["lab-upstream"]]
 }
 
-# flows/flask-app on that base: what flask-import.hcl builds with vendor_requirements = false.
-task "image_build" "image_flask_demo" {
-  base          = image_build.image_python.reference
-  layers        = [{ source = "${local.image_root}/flows/flask-app/app.py", destination = "/app/app.py", mode = "0644" }]
-  workdir       = "/app"
-  cmd           = ["python", "app.py"]
-  exposed_ports = ["5000/tcp"]
-  push          = "${local.image_upstream}/${local.image_path.flask_demo}"
-  insecure      = true
-}
-
 # --- the lab registry -------------------------------------------------------------------------
 
 # Every image above, pinned by the digest just built and pushed under its tag; flatten
@@ -338,7 +329,6 @@ task "image_mirror" "lab" {
       nginx      = image_build.image_nginx
       prometheus = image_build.image_prometheus
       python     = image_build.image_python
-      flask_demo = image_build.image_flask_demo
     } : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
   )
   registry   = "127.0.0.1:${var.registry_port}"
