@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup k8s-bins karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup k8s-bins fuzz fuzz-short karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -24,6 +24,23 @@ test: build
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(MAKE) --no-print-directory fuzz-short
+
+# Native Go fuzz targets (docs/reliability.md). `go test` alone runs each one's seed
+# corpus under testdata/fuzz/; `make test` then fuzzes each for FUZZTIME, and
+# `make fuzz` for longer. A failing input is written to the package's
+# testdata/fuzz/TARGET/: fix the bug and commit the input as a regression entry.
+FUZZ_TARGETS := ./engine/config:FuzzLoad ./engine/state:FuzzOpen ./engine/state:FuzzOpenPatched ./tasks/kube:FuzzKubeconfig
+FUZZTIME ?= 10s
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+fuzz:
+	$(MAKE) --no-print-directory fuzz-short FUZZTIME=5m
 
 # staticcheck, built once from the Go module proxy into the Go cache's bin directory.
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
