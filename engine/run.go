@@ -27,6 +27,9 @@ type Options struct {
 	Logger hclog.Logger
 	// ProgressEvery is how often a line reports instances still running; 0 means 10s.
 	ProgressEvery time.Duration
+	// TransientRetry bounds how long each task retries transient faults on its own
+	// (tasks.Env.TransientRetry): 0 means tasks.DefaultTransientRetry, negative none.
+	TransientRetry time.Duration
 }
 
 // Result is what an execution ends with.

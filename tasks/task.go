@@ -2,14 +2,18 @@
 // interface, the Env a task runs in, and the Registry that maps a type name to its
 // constructor and documentation.
 //
+// It also owns the one classifier of transient faults and the bounded backoff every
+// task family uses to retry them (RetryTransient).
+//
 // It does not own decoding HCL into a task (the engine's config package does that with
-// gohcl against the struct a constructor returns), scheduling, retries, timeouts or
-// checkpoints (the engine does those). Task types live in subpackages, one per family.
+// gohcl against the struct a constructor returns), scheduling, the retry blocks that
+// re-run whole instances, timeouts or checkpoints (the engine does those). Task types live in subpackages, one per family.
 package tasks
 
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
@@ -46,6 +50,9 @@ type Env struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Logger  hclog.Logger
+	// TransientRetry bounds how long a task retries transient faults on its own
+	// (see RetryTransient): 0 means DefaultTransientRetry, a negative value none.
+	TransientRetry time.Duration
 }
 
 // AttrError is a Validate error about one attribute; the engine reports it on that

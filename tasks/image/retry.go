@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // retryPolicy says how often and how long to wait before repeating a registry
@@ -72,8 +72,8 @@ func (p retryPolicy) backoff(attempt int) time.Duration {
 }
 
 // transient reports whether a request that got resp or err may succeed when
-// repeated. A refused connection is not: nothing listens there, and saying so at
-// once beats saying so after seconds of backoff.
+// repeated: a retryStatus answer, or a fault tasks.TransientFault names. A refused
+// connection is one: a registry that restarts refuses for a moment.
 func transient(ctx context.Context, resp *http.Response, err error) bool {
 	if ctx.Err() != nil {
 		return false
@@ -81,12 +81,7 @@ func transient(ctx context.Context, resp *http.Response, err error) bool {
 	if err == nil {
 		return retryStatus[resp.StatusCode]
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return false
-	}
-	var nerr net.Error
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || (errors.As(err, &nerr) && nerr.Timeout())
+	return tasks.TransientFault(err) != ""
 }
 
 // maxRetryAfter bounds what retryAfter returns, far above any policy's maxWait,

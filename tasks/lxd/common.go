@@ -52,16 +52,26 @@ const opRecheck = 5 * time.Second
 
 // waitOpEvents waits on LXD's event stream, and every opRecheck also reads the
 // operation over REST: an event lost on a busy daemon must not turn a finished
-// operation into a hang.
+// operation into a hang. When the stream drops (the daemon restarted), the
+// client's operation keeps reporting that drop, so from then on the operation
+// is re-read by its id (pollOperation).
 func waitOpEvents(ctx context.Context, op lxdclient.Operation) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, opRecheck)
 		err := op.WaitContext(wctx)
 		cancel()
-		if wctx.Err() == nil || ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil || err == nil:
 			return err
+		case wctx.Err() == nil && transientFault(err) == "":
+			return err // the operation failed
+		case wctx.Err() == nil:
+			return pollOperation(ctx, op) // the event stream dropped
 		}
 		if rerr := op.Refresh(); rerr != nil {
+			if isNotFound(rerr) || transientFault(rerr) != "" {
+				return pollOperation(ctx, op)
+			}
 			continue
 		}
 		if got := op.Get(); got.StatusCode.IsFinal() {

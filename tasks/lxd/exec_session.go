@@ -91,7 +91,7 @@ func (r *execRun) wait(ctx context.Context, log hclog.Logger) (int, error) {
 		r.stop(log)
 		return -1, nil
 	}
-	err := r.op.WaitContext(ctx)
+	err := waitOpEvents(ctx, r.op)
 	if ctx.Err() != nil {
 		r.stop(log)
 		return -1, nil

@@ -17,19 +17,31 @@ import (
 	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
 )
 
 // execFlags are the flags of run and resume.
 type execFlags struct {
 	varFlags
-	parallelism int
-	failFast    bool
+	parallelism    int
+	failFast       bool
+	transientRetry time.Duration
 }
 
 func (e *execFlags) add(cmd *cobra.Command) {
 	e.varFlags.add(cmd)
 	cmd.Flags().IntVar(&e.parallelism, "parallelism", 10, "how many task instances run at once")
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
+	cmd.Flags().DurationVar(&e.transientRetry, "transient-retry", tasks.DefaultTransientRetry,
+		"how long each task retries transient faults (a restarting LXD daemon, API server or registry) on its own; 0 disables")
+}
+
+// transientBound maps the flag to engine.Options.TransientRetry, where 0 means the default.
+func (e *execFlags) transientBound() time.Duration {
+	if e.transientRetry <= 0 {
+		return -1
+	}
+	return e.transientRetry
 }
 
 func (c *CLI) runCmd() *cobra.Command {
@@ -226,7 +238,7 @@ func recordVars(run *state.Run, l *loaded) error {
 // and prints the outcome.
 func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
 	runner := engine.NewRunner(l.plan, engine.Options{
-		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
+		Parallelism: f.parallelism, FailFast: f.failFast, TransientRetry: f.transientBound(), RunID: run.ID, Store: store,
 		Previous: previous, Out: c.stdout, Logger: c.logger(l.plan.Scope.Redact),
 	})
 	verb := "Starting"
