@@ -245,13 +245,14 @@ func (p *process) kill(cmd *exec.Cmd, stopped chan struct{}) {
 // RestartAPIServer SIGKILLs the kube-apiserver (its own process group, by the pid
 // Start recorded), waits down, and starts it again with the same flags: same port,
 // certificates and etcd, as a crashed or upgraded API server comes back. It returns
-// at once after the start; clients meet refused connections until it listens again.
-// It may run in a goroutine of its own while the test waits on something else.
+// once /readyz answers again; clients meet refused connections until it listens. It
+// may run in a goroutine of its own while the test waits on something else.
 func (s *Server) RestartAPIServer(t testing.TB, down time.Duration) {
 	p := s.apiserver
 	p.kill(p.cmd, p.stopped)
 	time.Sleep(down)
 	p.start(t)
+	s.waitReady(t)
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
