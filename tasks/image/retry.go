@@ -3,9 +3,12 @@ package image
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flowdev/flow/tasks"
@@ -42,28 +45,47 @@ var retryStatus = map[int]bool{
 type retryTransport struct {
 	inner  http.RoundTripper
 	policy retryPolicy
+	log    io.Writer // one line per retry; nil: none
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	for attempt := 1; ; attempt++ {
 		resp, err := t.inner.RoundTrip(req)
-		if !replayable || attempt >= t.policy.attempts || !transient(req.Context(), resp, err) {
+		if !replayable || attempt >= t.policy.attempts || !transient(req.Context(), resp, err) || !safeToRepeat(req, err) {
 			return resp, err
 		}
 		wait := t.policy.backoff(attempt)
+		fault := tasks.TransientFault(err)
 		if resp != nil {
+			fault = "HTTP " + resp.Status
 			wait = max(wait, retryAfter(resp.Header.Get("Retry-After"), time.Now()))
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		}
-		if err := sleep(req.Context(), min(wait, t.policy.maxWait)); err != nil {
+		wait = min(wait, t.policy.maxWait)
+		if t.log != nil {
+			fmt.Fprintf(t.log, "transient fault: %s on %s %s; retry %d in %s\n", fault, req.Method, req.URL.Host, attempt, tasks.RoundElapsed(wait))
+		}
+		if err := sleep(req.Context(), wait); err != nil {
 			return nil, err
 		}
 		if req, err = rewind(req); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// safeToRepeat reports whether req may be sent again after err. A step of a blob
+// upload (PATCH, PUT to an upload session) whose answer was lost may have reached
+// the registry, and repeating it would append the data again (DIGEST_INVALID, found
+// by TestFaultRegistryRestart); only a refused connection proves nothing arrived.
+// The mirror starts such an upload over instead (see mirrorRun.one).
+func safeToRepeat(req *http.Request, err error) bool {
+	if !strings.Contains(req.URL.Path, "/blobs/uploads/") || req.Method == http.MethodGet || req.Method == http.MethodHead {
+		return true
+	}
+	return err != nil && errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // backoff is the wait after the given failed attempt (counting from 1).
