@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup k8s-bins fuzz fuzz-short karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab demo demo-resume demo-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -24,7 +24,14 @@ test: build
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(MAKE) --no-print-directory fault-lxd
 	$(MAKE) --no-print-directory fuzz-short
+
+# The fault test that kills and restarts the shared LXD daemon (docs/reliability.md).
+# A step of its own, after every other package's tests, so nothing else talks to the
+# daemon meanwhile; `go test ./...` alone skips it.
+fault-lxd: build
+	FLOW_FAULT_TESTS=1 $(GO) test -count=1 -v -timeout 20m -run '^TestFaultLXDRestart$$' ./e2e/
 
 # Native Go fuzz targets (docs/reliability.md). `go test` alone runs each one's seed
 # corpus under testdata/fuzz/; `make test` then fuzzes each for FUZZTIME, and
