@@ -37,13 +37,15 @@ fault-lxd: build
 # corpus under testdata/fuzz/; `make test` then fuzzes each for FUZZTIME, and
 # `make fuzz` for longer. A failing input is written to the package's
 # testdata/fuzz/TARGET/: fix the bug and commit the input as a regression entry.
+# Minimizing a new input may take 60 s by default, the whole short budget; 5 s is
+# enough for these inputs.
 FUZZ_TARGETS := ./engine/config:FuzzLoad ./engine/state:FuzzOpen ./engine/state:FuzzOpenPatched ./tasks/kube:FuzzKubeconfig
 FUZZTIME ?= 10s
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 	done
 
 fuzz:
