@@ -246,7 +246,8 @@ func (p *process) kill(cmd *exec.Cmd, stopped chan struct{}) {
 // Start recorded), waits down, and starts it again with the same flags: same port,
 // certificates and etcd, as a crashed or upgraded API server comes back. It returns
 // once /readyz answers again; clients meet refused connections until it listens. It
-// may run in a goroutine of its own while the test waits on something else.
+// may run in a goroutine of its own while the test waits on something else; a failure
+// to start then ends only that goroutine (close what the test waits on in a defer).
 func (s *Server) RestartAPIServer(t testing.TB, down time.Duration) {
 	p := s.apiserver
 	p.kill(p.cmd, p.stopped)
