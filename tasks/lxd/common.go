@@ -56,29 +56,37 @@ const opRecheck = 5 * time.Second
 // client's operation keeps reporting that drop, so from then on the operation
 // is re-read by its id (pollOperation).
 func waitOpEvents(ctx context.Context, op lxdclient.Operation) error {
+	_, err := waitOperation(ctx, op)
+	return err
+}
+
+// waitOperation is waitOpEvents that also says whether the event stream dropped
+// on the way: the daemon went away for a while, and whatever was attached to the
+// operation's own websockets (an exec's streams) was cut.
+func waitOperation(ctx context.Context, op lxdclient.Operation) (dropped bool, err error) {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, opRecheck)
 		err := op.WaitContext(wctx)
 		cancel()
 		switch {
 		case ctx.Err() != nil || err == nil:
-			return err
+			return false, err
 		case wctx.Err() == nil && transientFault(err) == "":
-			return err // the operation failed
+			return false, err // the operation failed
 		case wctx.Err() == nil:
-			return pollOperation(ctx, op) // the event stream dropped
+			return true, pollOperation(ctx, op) // the event stream dropped
 		}
 		if rerr := op.Refresh(); rerr != nil {
 			if isNotFound(rerr) || transientFault(rerr) != "" {
-				return pollOperation(ctx, op)
+				return true, pollOperation(ctx, op)
 			}
 			continue
 		}
 		if got := op.Get(); got.StatusCode.IsFinal() {
 			if got.Err != "" {
-				return errors.New(got.Err)
+				return false, errors.New(got.Err)
 			}
-			return nil
+			return false, nil
 		}
 	}
 }

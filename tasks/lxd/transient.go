@@ -32,6 +32,8 @@ func transientFault(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return ""
+	case errors.Is(err, errExecCut):
+		return "exec killed when its LXD connection dropped"
 	case errors.Is(err, errOperationLost):
 		return "operation lost (LXD restarted)"
 	}

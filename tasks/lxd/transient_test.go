@@ -14,6 +14,7 @@ func TestTransientFault(t *testing.T) {
 		want string
 	}{
 		{"lost operation", fmt.Errorf("launch %q: operation %s: %w", "m1", "abc", errOperationLost), "operation lost (LXD restarted)"},
+		{"exec cut", fmt.Errorf("exec in %q: %w", "m1", errExecCut), "exec killed when its LXD connection dropped"},
 		{"reset", fmt.Errorf("launch: %w", syscall.ECONNRESET), "connection reset"},
 		{"LXD's flattened socket error", errors.New(`Get "http://unix.socket/1.0": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory`), "socket missing"},
 		{"dropped event websocket", errors.New("websocket: close 1006 (abnormal closure): unexpected EOF"), "websocket dropped"},
