@@ -41,8 +41,16 @@ type registryServer struct {
 func newRegistryServer(t *testing.T, slowWrites bool) *registryServer {
 	t.Helper()
 	r := &registryServer{manifests: map[string][]int{}, blobs: map[string][]int{}}
+	srv := httptest.NewServer(r.handler(slowWrites))
+	t.Cleanup(srv.Close)
+	r.host = strings.TrimPrefix(srv.URL, "http://")
+	return r
+}
+
+// handler is the registry, recording and slowing down writes.
+func (r *registryServer) handler(slowWrites bool) http.Handler {
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
 			r.record(req)
 			if slowWrites {
@@ -50,10 +58,7 @@ func newRegistryServer(t *testing.T, slowWrites bool) *registryServer {
 			}
 		}
 		inner.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	r.host = strings.TrimPrefix(srv.URL, "http://")
-	return r
+	})
 }
 
 func (r *registryServer) record(req *http.Request) {

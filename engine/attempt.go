@@ -102,7 +102,7 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 		c.say("%s: started", inst.Addr)
 	}
 	env := &tasks.Env{Address: inst.Addr, Attempt: res.attempt, Stdout: stdout, Stderr: stderr,
-		Logger: c.opts.Logger.Named(inst.Addr)}
+		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if ev.timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, ev.timeout)

@@ -33,6 +33,9 @@ type Options struct {
 	// Live leaves task output and "still running" lines out of Out: a live view
 	// (LastLine, Snapshot) shows them instead. Output is still captured for logs.
 	Live bool
+	// TransientRetry bounds how long each task retries transient faults on its own
+	// (tasks.Env.TransientRetry): 0 means tasks.DefaultTransientRetry, negative none.
+	TransientRetry time.Duration
 }
 
 // Result is what an execution ends with.

@@ -79,12 +79,23 @@ task "exec" "busybox_image" {
   dir     = local.root
 }
 
+task "preflight" "lab" {
+  description      = "Before anything is created: LXD, the host ports (free or already the lab's), disk, memory."
+  ports            = concat(values(var.members), values(local.ports))
+  instances        = keys(var.members)
+  pid_files        = [for c in ["etcd", "karmada-apiserver", "karmada-webhook", "karmada-controller-manager", "karmada-scheduler"] : "${local.run_dir}/${c}.pid"]
+  min_free_disk_mb = 2048
+  min_memory_mb    = 1024
+}
+
 task "lxd_image_import" "busybox" {
-  file  = "${local.root}/${exec.busybox_image.stdout}"
-  alias = var.image_alias
+  file       = "${local.root}/${exec.busybox_image.stdout}"
+  alias      = var.image_alias
+  depends_on = [preflight.lab]
 }
 
 task "lxd_profile" "karmada_lab" {
+  depends_on          = [preflight.lab]
   name                = "flow-karmada-lab"
   profile_description = "flow Karmada local lab: members with an API server and no network device"
   config              = { "limits.memory" = "1GiB", "limits.processes" = "500" }
@@ -172,9 +183,10 @@ task "process" "karmada_etcd" {
     "--listen-peer-urls", "http://127.0.0.1:${local.ports.etcd_peer}",
     "--initial-advertise-peer-urls", "http://127.0.0.1:${local.ports.etcd_peer}",
   "--initial-cluster", "karmada=http://127.0.0.1:${local.ports.etcd_peer}"]
-  pid_file  = "${local.run_dir}/etcd.pid"
-  log_file  = "${local.run_dir}/etcd.log"
-  ready_url = "http://127.0.0.1:${local.ports.etcd_client}/health"
+  pid_file   = "${local.run_dir}/etcd.pid"
+  log_file   = "${local.run_dir}/etcd.log"
+  ready_url  = "http://127.0.0.1:${local.ports.etcd_client}/health"
+  depends_on = [preflight.lab]
 }
 
 task "process" "karmada_apiserver" {

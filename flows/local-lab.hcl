@@ -62,12 +62,22 @@ task "exec" "busybox_image" {
   dir         = local.root
 }
 
+task "preflight" "lab" {
+  description      = "Before anything is created: LXD, the host ports (free or already the lab's), disk and memory."
+  ports            = concat(values(var.members), [var.registry_port, var.upstream_port])
+  instances        = concat(keys(var.members), keys(local.registries))
+  min_free_disk_mb = 1024
+  min_memory_mb    = 256
+}
+
 task "lxd_image_import" "busybox" {
-  file  = "${local.root}/${exec.busybox_image.stdout}"
-  alias = var.image_alias
+  file       = "${local.root}/${exec.busybox_image.stdout}"
+  alias      = var.image_alias
+  depends_on = [preflight.lab]
 }
 
 task "lxd_profile" "lab" {
+  depends_on  = [preflight.lab]
   name        = "flow-lab"
   description = "flow local lab: small containers without a network device"
   config      = { "limits.memory" = "256MiB", "limits.processes" = "200" }

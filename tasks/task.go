@@ -4,16 +4,20 @@
 // documentation (including how it is undone), the attribute schema of a config struct
 // (Attributes, Decode, Duration) and the sensitive mark.
 //
+// It also owns the one classifier of transient faults and the bounded backoff every
+// task family uses to retry them (RetryTransient).
+//
 // It does not own evaluating HCL (the engine's config package does that), scheduling,
-// retries, timeouts or checkpoints (the engine does those), nor what task families
-// share to do their work: running a program (tasks/internal/command), capturing
-// output (tasks/internal/output) and wording progress (tasks/internal/progress).
-// Task types live in subpackages, one per family.
+// the retry blocks that re-run whole instances, timeouts or checkpoints (the engine does
+// those), nor what task families share to do their work: running a program
+// (tasks/internal/command), capturing output (tasks/internal/output) and wording progress
+// (tasks/internal/progress). Task types live in subpackages, one per family.
 package tasks
 
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
@@ -50,6 +54,9 @@ type Env struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Logger  hclog.Logger
+	// TransientRetry bounds how long a task retries transient faults on its own
+	// (see RetryTransient): 0 means DefaultTransientRetry, a negative value none.
+	TransientRetry time.Duration
 }
 
 // AttrError is a Validate error about one attribute; the engine reports it on that

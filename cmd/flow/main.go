@@ -15,6 +15,7 @@ import (
 	"github.com/flowdev/flow/tasks/karmada"
 	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/lxd"
+	"github.com/flowdev/flow/tasks/preflight"
 	"github.com/flowdev/flow/tasks/process"
 	"github.com/flowdev/flow/tasks/wait"
 )
@@ -48,6 +49,7 @@ func registry() (*tasks.Registry, error) {
 		karmada.Register,
 		kube.Register,
 		lxd.Register,
+		preflight.Register,
 		process.Register,
 		wait.Register,
 	} {

@@ -34,7 +34,7 @@ func (n *needsTask) Run(context.Context, *tasks.Env) (tasks.Outputs, error) {
 }
 
 // testRegistry has exec and the test type "needs".
-func testRegistry(t *testing.T) *tasks.Registry {
+func testRegistry(t testing.TB) *tasks.Registry {
 	t.Helper()
 	reg := tasks.NewRegistry()
 	if err := exec.Register(reg); err != nil {

@@ -22,7 +22,7 @@ import (
 // Run builds the image, then pushes it and writes the tarball unless they
 // already hold it.
 func (b *Build) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
-	s := newSessions(ctx)
+	s := newSessions(ctx, env.Stderr)
 	opts := nameOptions(b.Insecure)
 	var push name.Tag
 	if b.Push != "" {

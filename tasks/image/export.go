@@ -81,7 +81,7 @@ func (e *Export) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 	if err != nil {
 		return nil, fmt.Errorf("export %q: %w", e.Image, err)
 	}
-	s := newSessions(ctx)
+	s := newSessions(ctx, env.Stderr)
 	s.pull(ref.ref.Context())
 	img, digest, err := fetchImage(ctx, s, ref.ref, plat)
 	if err != nil {

@@ -24,7 +24,7 @@ func (m *Mirror) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 		return nil, err
 	}
 	parallelism := cmp.Or(m.Parallelism, defaultParallelism)
-	run := &mirrorRun{sessions: newSessions(ctx), platforms: m.platforms(), homes: newBlobHomes(), env: env,
+	run := &mirrorRun{sessions: newSessions(ctx, env.Stderr), platforms: m.platforms(), homes: newBlobHomes(), env: env,
 		copySlots: make(chan struct{}, parallelism)}
 	for _, p := range pairs {
 		run.sessions.pull(p.src.ref.Context())
@@ -109,10 +109,20 @@ func (r *mirrorRun) all(ctx context.Context, pairs []mirrorPair, n int) []mirror
 	return results
 }
 
-// one mirrors a single image and reports it on stdout.
+// one mirrors a single image and reports it on stdout. A copy cut by a
+// connection the registry dropped (it restarted) starts over, within the task's
+// transient bound: the blobs already there are skipped, a cut upload begins anew.
 func (r *mirrorRun) one(ctx context.Context, p mirrorPair) mirrorResult {
 	start := time.Now()
-	digest, copied, err := r.mirror(ctx, p)
+	type mirrored struct {
+		digest v1.Hash
+		copied bool
+	}
+	res, err := tasks.RetryTransient(ctx, r.env, droppedConnection, func() (mirrored, error) {
+		digest, copied, err := r.mirror(ctx, p)
+		return mirrored{digest, copied}, err
+	})
+	digest, copied := res.digest, res.copied
 	if err != nil {
 		return mirrorResult{err: fmt.Errorf("mirror %q: %w", p.key, err)}
 	}
@@ -122,6 +132,19 @@ func (r *mirrorRun) one(ctx context.Context, p mirrorPair) mirrorResult {
 		fmt.Fprintf(r.env.Stdout, "%s -> %s: already present\n", p.key, pinned(p.target, digest))
 	}
 	return mirrorResult{digest: digest, copied: copied}
+}
+
+// droppedConnection classifies the faults worth copying an image again for: a
+// connection that was reset or closed mid-request. A refused one is not: the
+// transport has already waited for the registry (retryTransport), and a session
+// that could not connect keeps its error.
+func droppedConnection(err error) string {
+	switch f := tasks.TransientFault(err); f {
+	case "connection refused", "socket missing":
+		return ""
+	default:
+		return f
+	}
 }
 
 // mirror looks up the digest the target should have, asks the target for it

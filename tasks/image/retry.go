@@ -3,12 +3,16 @@ package image
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/internal/progress"
 )
 
 // retryPolicy says how often and how long to wait before repeating a registry
@@ -42,22 +46,29 @@ var retryStatus = map[int]bool{
 type retryTransport struct {
 	inner  http.RoundTripper
 	policy retryPolicy
+	log    io.Writer // one line per retry; nil: none
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	for attempt := 1; ; attempt++ {
 		resp, err := t.inner.RoundTrip(req)
-		if !replayable || attempt >= t.policy.attempts || !transient(req.Context(), resp, err) {
+		if !replayable || attempt >= t.policy.attempts || !transient(req.Context(), resp, err) || !safeToRepeat(req, err) {
 			return resp, err
 		}
 		wait := t.policy.backoff(attempt)
+		fault := tasks.TransientFault(err)
 		if resp != nil {
+			fault = "HTTP " + resp.Status
 			wait = max(wait, retryAfter(resp.Header.Get("Retry-After"), time.Now()))
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		}
-		if err := sleep(req.Context(), min(wait, t.policy.maxWait)); err != nil {
+		wait = min(wait, t.policy.maxWait)
+		if t.log != nil {
+			fmt.Fprintf(t.log, "transient fault: %s on %s %s; retry %d in %s\n", fault, req.Method, req.URL.Host, attempt, progress.RoundElapsed(wait))
+		}
+		if err := sleep(req.Context(), wait); err != nil {
 			return nil, err
 		}
 		if req, err = rewind(req); err != nil {
@@ -66,14 +77,26 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// safeToRepeat reports whether req may be sent again after err. A step of a blob
+// upload (PATCH, PUT to an upload session) whose answer was lost may have reached
+// the registry, and repeating it would append the data again (DIGEST_INVALID, found
+// by TestFaultRegistryRestart); only a refused connection proves nothing arrived.
+// The mirror starts such an upload over instead (see mirrorRun.one).
+func safeToRepeat(req *http.Request, err error) bool {
+	if !strings.Contains(req.URL.Path, "/blobs/uploads/") || req.Method == http.MethodGet || req.Method == http.MethodHead {
+		return true
+	}
+	return err != nil && errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // backoff is the wait after the given failed attempt (counting from 1).
 func (p retryPolicy) backoff(attempt int) time.Duration {
 	return p.base << min(attempt-1, 16)
 }
 
 // transient reports whether a request that got resp or err may succeed when
-// repeated. A refused connection is not: nothing listens there, and saying so at
-// once beats saying so after seconds of backoff.
+// repeated: a retryStatus answer, or a fault tasks.TransientFault names. A refused
+// connection is one: a registry that restarts refuses for a moment.
 func transient(ctx context.Context, resp *http.Response, err error) bool {
 	if ctx.Err() != nil {
 		return false
@@ -81,12 +104,7 @@ func transient(ctx context.Context, resp *http.Response, err error) bool {
 	if err == nil {
 		return retryStatus[resp.StatusCode]
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return false
-	}
-	var nerr net.Error
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || (errors.As(err, &nerr) && nerr.Timeout())
+	return tasks.TransientFault(err) != ""
 }
 
 // maxRetryAfter bounds what retryAfter returns, far above any policy's maxWait,

@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"sync"
@@ -38,6 +39,7 @@ type sessions struct {
 	ctx    context.Context // the Run's; ends every request of the run
 	scopes map[string][]string
 	policy retryPolicy
+	log    io.Writer // where each retry is reported: the task's stderr
 
 	mu    sync.Mutex
 	byReg map[string]*lazySession
@@ -49,9 +51,13 @@ type lazySession struct {
 	err  error
 }
 
-// newSessions prepares sessions for ctx; nothing is contacted until get.
-func newSessions(ctx context.Context) *sessions {
-	return &sessions{ctx: ctx, scopes: map[string][]string{}, policy: defaultRetry, byReg: map[string]*lazySession{}}
+// newSessions prepares sessions for ctx; nothing is contacted until get. Each
+// retry of a request is reported on log (nil: nowhere).
+func newSessions(ctx context.Context, log io.Writer) *sessions {
+	if log == nil {
+		log = io.Discard
+	}
+	return &sessions{ctx: ctx, scopes: map[string][]string{}, policy: defaultRetry, log: log, byReg: map[string]*lazySession{}}
 }
 
 // pull and push note that the run will read from or write to repo.
@@ -91,7 +97,7 @@ func (s *sessions) connect(reg name.Registry) (*session, error) {
 	}
 	scopes := append([]string(nil), s.scopes[reg.RegistryStr()]...)
 	sort.Strings(scopes)
-	retrying := &retryTransport{inner: baseTransport, policy: s.policy}
+	retrying := &retryTransport{inner: baseTransport, policy: s.policy, log: s.log}
 	rt, err := transport.NewWithContext(s.ctx, reg, auth, retrying, scopes)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ var unjoinFlags = flagTable{
 // object of that name.
 func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
 	bin := newBinary(j.Karmadactl, j.KarmadactlVersion)
-	cluster, err := getCluster(ctx, j.Kubeconfig, j.Context, j.Cluster)
+	cluster, err := getCluster(ctx, env, j.Kubeconfig, j.Context, j.Cluster)
 	if err != nil {
 		return fmt.Errorf("unjoin %q: %w", j.Cluster, err)
 	}

@@ -113,7 +113,7 @@ func (j *Join) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err := bin.checkVersion(ctx, env); err != nil {
 		return nil, err
 	}
-	cluster, err := getCluster(ctx, j.Kubeconfig, j.Context, j.Cluster)
+	cluster, err := getCluster(ctx, env, j.Kubeconfig, j.Context, j.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("join %q: %w", j.Cluster, err)
 	}
@@ -127,7 +127,7 @@ func (j *Join) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 		// A join left running by a killed run may have created the Cluster
 		// meanwhile; then ours is refused, and the member is joined all the same.
 		if ctx.Err() == nil {
-			if c, gerr := getCluster(ctx, j.Kubeconfig, j.Context, j.Cluster); gerr == nil && c != nil {
+			if c, gerr := getCluster(ctx, env, j.Kubeconfig, j.Context, j.Cluster); gerr == nil && c != nil {
 				fmt.Fprintf(env.Stdout, "cluster %s was joined by an earlier attempt\n", j.Cluster)
 				return out, nil
 			}
@@ -137,8 +137,9 @@ func (j *Join) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	return out, nil
 }
 
-// getCluster returns Karmada's Cluster object name, or nil when there is none.
-func getCluster(ctx context.Context, kubeconfig, kubeContext, name string) (*unstructured.Unstructured, error) {
+// getCluster returns Karmada's Cluster object name, or nil when there is none. A
+// Karmada API server that is restarting is asked again (kube.TransientFault).
+func getCluster(ctx context.Context, env *tasks.Env, kubeconfig, kubeContext, name string) (*unstructured.Unstructured, error) {
 	cfg, err := kube.RESTConfig(kubeconfig, kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("karmada API server: %w", err)
@@ -147,7 +148,9 @@ func getCluster(ctx context.Context, kubeconfig, kubeContext, name string) (*uns
 	if err != nil {
 		return nil, fmt.Errorf("karmada API server %s: %w", cfg.Host, err)
 	}
-	obj, err := client.Resource(clusters).Get(ctx, name, metav1.GetOptions{})
+	obj, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
+		return client.Resource(clusters).Get(ctx, name, metav1.GetOptions{})
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -24,9 +24,15 @@ var (
 	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 )
 
-// Run reads the manifests, checks every kind against the server, then applies
-// Namespaces, CRDs (waiting for Established) and the rest, in that order.
+// Run runs run, again while it fails with a transient fault: server-side apply
+// is idempotent, and objects applied before the fault are unchanged the next time.
 func (a *Apply) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return tasks.RetryTransient(ctx, env, TransientFault, func() (tasks.Outputs, error) { return a.run(ctx, env) })
+}
+
+// run reads the manifests, checks every kind against the server, then applies
+// Namespaces, CRDs (waiting for Established) and the rest, in that order.
+func (a *Apply) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowdev/flow/tasks"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -70,4 +73,23 @@ func RESTMapping(ctx context.Context, mapper meta.RESTMapper, gk schema.GroupKin
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// TransientFault classifies the errors of Kubernetes API requests for
+// tasks.RetryTransient: tasks.TransientFault's network faults, and the answers of
+// a server that is starting, overloaded or briefly broken (429, 5xx, server-side
+// timeouts). Not found, forbidden, invalid and conflicts are not transient.
+func TransientFault(err error) string {
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return ""
+	case apierrors.IsTooManyRequests(err):
+		return "429 too many requests"
+	case apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+		return "server timeout"
+	case errors.As(err, &status) && status.Status().Code >= 500:
+		return fmt.Sprintf("server error %d", status.Status().Code)
+	}
+	return tasks.TransientFault(err)
 }

@@ -52,23 +52,41 @@ const opRecheck = 5 * time.Second
 
 // waitOpEvents waits on LXD's event stream, and every opRecheck also reads the
 // operation over REST: an event lost on a busy daemon must not turn a finished
-// operation into a hang.
+// operation into a hang. When the stream drops (the daemon restarted), the
+// client's operation keeps reporting that drop, so from then on the operation
+// is re-read by its id (pollOperation).
 func waitOpEvents(ctx context.Context, op lxdclient.Operation) error {
+	_, err := waitOperation(ctx, op)
+	return err
+}
+
+// waitOperation is waitOpEvents that also says whether the event stream dropped
+// on the way: the daemon went away for a while, and whatever was attached to the
+// operation's own websockets (an exec's streams) was cut.
+func waitOperation(ctx context.Context, op lxdclient.Operation) (dropped bool, err error) {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, opRecheck)
 		err := op.WaitContext(wctx)
 		cancel()
-		if wctx.Err() == nil || ctx.Err() != nil {
-			return err
+		switch {
+		case ctx.Err() != nil || err == nil:
+			return false, err
+		case wctx.Err() == nil && transientFault(err) == "":
+			return false, err // the operation failed
+		case wctx.Err() == nil:
+			return true, pollOperation(ctx, op) // the event stream dropped
 		}
 		if rerr := op.Refresh(); rerr != nil {
+			if isNotFound(rerr) || transientFault(rerr) != "" {
+				return true, pollOperation(ctx, op)
+			}
 			continue
 		}
 		if got := op.Get(); got.StatusCode.IsFinal() {
 			if got.Err != "" {
-				return errors.New(got.Err)
+				return false, errors.New(got.Err)
 			}
-			return nil
+			return false, nil
 		}
 	}
 }

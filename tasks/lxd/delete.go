@@ -87,8 +87,13 @@ func namesError(names []string, valid func(string) error) error {
 	return nil
 }
 
-// Run deletes in dependency order and reports what it deleted.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (d *Delete) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, d.run)
+}
+
+// run deletes in dependency order and reports what it deleted.
+func (d *Delete) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	srv, err := connect(ctx, d.Remote)
 	if err != nil {
 		return nil, fmt.Errorf("delete: %w", err)

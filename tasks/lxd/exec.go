@@ -96,9 +96,14 @@ func (e *Exec) Validate() error {
 	return nil
 }
 
-// Run starts the command, streams and captures its output and waits for it.
-// Once the command ran, the outputs are returned even with an error.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, e.run)
+}
+
+// run starts the command, streams and captures its output and waits for it.
+// Once the command ran, the outputs are returned even with an error.
+func (e *Exec) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("exec in %q: not started: %w", e.Instance, err)
 	}
@@ -131,9 +136,9 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 		return out, nil
 	}
 	if line := lastLine(stderr.String()); line != "" {
-		return out, fmt.Errorf("exec in %q: exit code %d: %s", e.Instance, code, line)
+		return out, &resultError{fmt.Errorf("exec in %q: exit code %d: %s", e.Instance, code, line)}
 	}
-	return out, fmt.Errorf("exec in %q: exit code %d", e.Instance, code)
+	return out, &resultError{fmt.Errorf("exec in %q: exit code %d", e.Instance, code)}
 }
 
 // request builds the LXD exec request: non-interactive, with separate stdout

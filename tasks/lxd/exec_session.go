@@ -91,7 +91,7 @@ func (r *execRun) wait(ctx context.Context, log hclog.Logger) (int, error) {
 		r.stop(log)
 		return -1, nil
 	}
-	err := r.op.WaitContext(ctx)
+	dropped, err := waitOperation(ctx, r.op)
 	if ctx.Err() != nil {
 		r.stop(log)
 		return -1, nil
@@ -99,6 +99,10 @@ func (r *execRun) wait(ctx context.Context, log hclog.Logger) (int, error) {
 	r.closeControl()
 	code, ok := r.op.Get().Metadata["return"].(float64)
 	switch {
+	case dropped && (!ok || int(code) == killedByLXD):
+		// LXD SIGKILLs a command whose websockets went away: that exit code is
+		// the drop's, not the command's.
+		return -1, errExecCut
 	case err != nil && err.Error() == "Command not found": // LXD's words when the program is missing
 		return 127, errProgramNotFound
 	case err != nil:
@@ -108,6 +112,13 @@ func (r *execRun) wait(ctx context.Context, log hclog.Logger) (int, error) {
 	}
 	return int(code), nil
 }
+
+// killedByLXD is the exit code of a command LXD SIGKILLed (128 + 9).
+const killedByLXD = 137
+
+// errExecCut is what wait returns when the daemon went away while the command
+// ran and killed it: a transient fault, so the task runs the command again.
+var errExecCut = errors.New("the command was killed when its LXD connection dropped")
 
 // errProgramNotFound is what wait returns when the instance has no such program.
 var errProgramNotFound = errors.New("not found")

@@ -73,8 +73,13 @@ func (p *FilePull) Validate() error {
 	return nil
 }
 
-// Run pulls the source file, or walks the source tree and pulls every entry.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (p *FilePull) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, p.run)
+}
+
+// run pulls the source file, or walks the source tree and pulls every entry.
+func (p *FilePull) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	src := path.Clean(p.Source)
 	fail := func(err error) error {
 		if ctx.Err() != nil {

@@ -89,9 +89,14 @@ func (p *FilePush) Validate() error {
 	return nil
 }
 
-// Run scans the source, makes sure the parent directory exists and writes
-// every entry that does not match yet.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (p *FilePush) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, p.run)
+}
+
+// run scans the source, makes sure the parent directory exists and writes
+// every entry that does not match yet.
+func (p *FilePush) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	dest := path.Clean(p.Destination)
 	fail := func(err error) error {
 		if ctx.Err() != nil {

@@ -78,8 +78,13 @@ func (i *ImageImport) Validate() error {
 	return nil
 }
 
-// Run uploads the image unless it is there and points the alias at it.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (i *ImageImport) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, i.run)
+}
+
+// run uploads the image unless it is there and points the alias at it.
+func (i *ImageImport) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	fingerprint, err := i.fingerprint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("import image %q: %w", i.Alias, err)

@@ -105,9 +105,14 @@ func (l *Launch) Validate() error {
 	return nil
 }
 
-// Run creates or checks the instance, starts it, waits for wait_for and
-// reports its state.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (l *Launch) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, l.run)
+}
+
+// run creates or checks the instance, starts it, waits for wait_for and
+// reports its state.
+func (l *Launch) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	srv, err := connect(ctx, l.Remote)
 	if err != nil {
 		return nil, fmt.Errorf("launch %q: %w", l.Name, err)

@@ -66,8 +66,13 @@ func (p *Profile) Validate() error {
 	return nil
 }
 
-// Run creates the profile, or checks (and with recreate updates) an existing one.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (p *Profile) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, p.run)
+}
+
+// run creates the profile, or checks (and with recreate updates) an existing one.
+func (p *Profile) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	out := tasks.Outputs{"name": cty.StringVal(p.Name)}
 	srv, err := connect(ctx, p.Remote)
 	if err != nil {

@@ -104,9 +104,14 @@ func (p *ProxyDevice) Validate() error {
 	return nil
 }
 
-// Run adds (or with recreate replaces) the device, then checks the listen
-// address.
+// Run runs run, again while it fails with a transient fault (see retry).
 func (p *ProxyDevice) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return retry(ctx, env, p.run)
+}
+
+// run adds (or with recreate replaces) the device, then checks the listen
+// address.
+func (p *ProxyDevice) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			err = ctx.Err()

@@ -20,6 +20,9 @@ var (
 	waitForProgress = 10 * time.Second
 )
 
+// probeStreamWait bounds the wait for a probe's output once its command ended.
+const probeStreamWait = 5 * time.Second
+
 // probeResult is one run of the wait_for command.
 type probeResult struct {
 	code   int    // exit code; -1 when the command could not run
@@ -63,8 +66,8 @@ func (l *Launch) waitReady(ctx context.Context, srv lxdclient.InstanceServer, en
 			if ctx.Err() != nil {
 				return fmt.Errorf("wait_for %q: %w", l.WaitFor, ctx.Err())
 			}
-			return fmt.Errorf("wait_for %q did not exit 0 within %s; last exit code %d, output: %s",
-				l.WaitFor, timeout, last.code, outputOrNone(last.output))
+			return &resultError{fmt.Errorf("wait_for %q did not exit 0 within %s; last exit code %d, output: %s",
+				l.WaitFor, timeout, last.code, outputOrNone(last.output))}
 		case <-time.After(waitForInterval):
 		}
 	}
@@ -98,6 +101,10 @@ func probe(ctx context.Context, srv lxdclient.InstanceServer, remote map[string]
 	case <-dataDone: // the captures are complete and no longer written
 	case <-ctx.Done():
 		return probeResult{code: -1}, ctx.Err()
+	case <-time.After(probeStreamWait):
+		// The command ended but its output never did: the daemon dropped the
+		// stream. Another probe answers the question.
+		return probeResult{code: -1, output: "the output stream dropped"}, nil
 	}
 	code := -1
 	if ret, ok := op.Get().Metadata["return"].(float64); ok {

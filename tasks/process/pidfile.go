@@ -122,3 +122,28 @@ func removeRecord(path string) error {
 	}
 	return nil
 }
+
+// RecordedGroup returns the process group of the process the pid file at path
+// records, when that process still runs (the process task makes it lead a group of
+// its own); ok is false when there is no such file or process. Other task families
+// use it to tell this flow's processes from others.
+func RecordedGroup(path string) (pgrp int, ok bool, err error) {
+	rec, found, err := readRecord(path)
+	if err != nil || !found {
+		return 0, false, err
+	}
+	info, err := inspect(rec.PID)
+	if err != nil || !rec.matches(info) {
+		return 0, false, err
+	}
+	return info.pgrp, true, nil
+}
+
+// Group returns the process group of pid, or 0 when no such process runs.
+func Group(pid int) (int, error) {
+	info, err := inspect(pid)
+	if err != nil || !info.alive {
+		return 0, err
+	}
+	return info.pgrp, nil
+}

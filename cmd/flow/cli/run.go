@@ -17,6 +17,7 @@ import (
 	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
 )
 
 // execFlags are the flags of run and resume.
@@ -24,8 +25,9 @@ type execFlags struct {
 	varFlags
 	selectFlags
 	progressFlag
-	parallelism int
-	failFast    bool
+	parallelism    int
+	failFast       bool
+	transientRetry time.Duration
 }
 
 func (e *execFlags) add(cmd *cobra.Command) {
@@ -34,6 +36,16 @@ func (e *execFlags) add(cmd *cobra.Command) {
 	e.progressFlag.add(cmd)
 	cmd.Flags().IntVar(&e.parallelism, "parallelism", 10, "how many task instances run at once")
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
+	cmd.Flags().DurationVar(&e.transientRetry, "transient-retry", tasks.DefaultTransientRetry,
+		"how long each task retries transient faults (a restarting LXD daemon, API server or registry) on its own; 0 disables")
+}
+
+// transientBound maps the flag to engine.Options.TransientRetry, where 0 means the default.
+func (e *execFlags) transientBound() time.Duration {
+	if e.transientRetry <= 0 {
+		return -1
+	}
+	return e.transientRetry
 }
 
 func (c *CLI) runCmd() *cobra.Command {
@@ -217,7 +229,7 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 	}
 	out, view := c.progressOut(live)
 	runner := engine.NewRunner(plan, engine.Options{
-		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
+		Parallelism: f.parallelism, FailFast: f.failFast, TransientRetry: f.transientBound(), RunID: run.ID, Store: store,
 		Previous: previous, Replace: f.replace, Out: out, Logger: c.logger(plan.Scope.Redact), Live: live,
 	})
 	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)

@@ -83,6 +83,8 @@ type Server struct {
 	Dir        string // data, certificates and logs
 	SAKey      string // service-account signing key (PEM)
 	Config     *rest.Config
+
+	apiserver *process // the running kube-apiserver, replaced by RestartAPIServer
 }
 
 // Options select what Start runs besides etcd and kube-apiserver.
@@ -117,7 +119,7 @@ func Start(t testing.TB, opts Options) *Server {
 		"--initial-cluster", "default=http://127.0.0.1:"+ports[1])
 
 	certDir := filepath.Join(dir, "certs")
-	startProcess(t, dir, "kube-apiserver", apiserver,
+	s.apiserver = startProcess(t, dir, "kube-apiserver", apiserver,
 		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port="+ports[2],
 		"--etcd-servers="+etcdURL, "--cert-dir="+certDir,
 		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
@@ -195,25 +197,63 @@ func (s *Server) waitReady(t testing.TB) {
 	}
 }
 
+// process is a program startProcess started: its command line, to start it again.
+type process struct {
+	dir, name, bin string
+	args           []string
+	cmd            *exec.Cmd
+	stopped        chan struct{} // closed once cmd was waited for
+}
+
 // startProcess runs bin in its own process group with output in DIR/NAME.log;
 // cleanup kills the group and waits for it.
-func startProcess(t testing.TB, dir, name, bin string, args ...string) {
+func startProcess(t testing.TB, dir, name, bin string, args ...string) *process {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	p := &process{dir: dir, name: name, bin: bin, args: args}
+	p.start(t)
+	return p
+}
+
+func (p *process) start(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(p.dir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
+		t.Fatalf("start %s: %v", p.name, err)
 	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	stopped := make(chan struct{})
+	p.cmd, p.stopped = cmd, stopped
+	go func() {
 		_ = cmd.Wait()
 		logf.Close()
-	})
+		close(stopped)
+	}()
+	t.Cleanup(func() { p.kill(cmd, stopped) })
+}
+
+// kill SIGKILLs the process group of cmd (ours: started by start) and waits for it.
+func (p *process) kill(cmd *exec.Cmd, stopped chan struct{}) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-stopped
+}
+
+// RestartAPIServer SIGKILLs the kube-apiserver (its own process group, by the pid
+// Start recorded), waits down, and starts it again with the same flags: same port,
+// certificates and etcd, as a crashed or upgraded API server comes back. It returns
+// once /readyz answers again; clients meet refused connections until it listens. It
+// may run in a goroutine of its own while the test waits on something else; a failure
+// to start then ends only that goroutine (close what the test waits on in a defer).
+func (s *Server) RestartAPIServer(t testing.TB, down time.Duration) {
+	p := s.apiserver
+	p.kill(p.cmd, p.stopped)
+	time.Sleep(down)
+	p.start(t)
+	s.waitReady(t)
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.

@@ -1,0 +1,87 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// FuzzOpen writes any bytes as a state file and opens it read-only and writable.
+// Open either refuses with a *FormatError and leaves the file byte for byte as it
+// was, or succeeds and every record can be read without a panic. The seed corpus
+// (testdata/fuzz/FuzzOpen) holds an empty file, garbage, a fresh state and a
+// truncated one; mutations of a whole state rarely get past bbolt's checksummed
+// meta pages, which is what FuzzOpenPatched is for.
+func FuzzOpen(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkOpen(t, data)
+	})
+}
+
+// FuzzOpenPatched overwrites the bytes at offset (modulo the size) of a valid state
+// of about 150 KiB with patch and checks what FuzzOpen checks. The meta pages are
+// checksummed, so most damage lands where the state reader's own checks matter:
+// branch and leaf pages, bucket headers and the JSON records.
+func FuzzOpenPatched(f *testing.F) {
+	base := filepath.Join(f.TempDir(), "base.db")
+	makeState(f, base)
+	valid := readFile(f, base)
+	f.Fuzz(func(t *testing.T, offset uint32, patch []byte) {
+		data := bytes.Clone(valid)
+		copy(data[int(offset)%len(data):], patch)
+		checkOpen(t, data)
+	})
+}
+
+// checkOpen is the property both fuzz targets check.
+func checkOpen(t *testing.T, data []byte) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{true, false} {
+		done := make(chan error, 1)
+		go func() { done <- openAndReadAll(path, readOnly) }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("readOnly=%v: Open and reading did not finish within 10s", readOnly)
+		}
+		var fe *FormatError
+		switch {
+		case err == nil:
+		case errors.As(err, &fe):
+			if !bytes.Equal(data, readFile(t, path)) {
+				t.Fatalf("readOnly=%v: refused (%v) but the file was modified", readOnly, err)
+			}
+			if _, serr := os.Stat(pidPath(path)); serr == nil {
+				t.Fatalf("readOnly=%v: refused (%v) but left a pid file", readOnly, err)
+			}
+		default:
+			t.Fatalf("readOnly=%v: Open returned %T (%v), want nil or a *FormatError", readOnly, err, err)
+		}
+	}
+}
+
+// openAndReadAll opens path and reads every run, instance and log. A record that
+// does not decode is an error of that call, not a failed Open, and is ignored.
+func openAndReadAll(path string, readOnly bool) error {
+	s, err := Open(path, Options{ReadOnly: readOnly, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	runs, _ := s.Runs()
+	_, _ = s.LatestRun()
+	for _, r := range runs {
+		instances, _ := s.Instances(r.ID)
+		for _, in := range instances {
+			_, _ = s.Logs(r.ID, in.Address)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package preflight
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// listener is a listening TCP socket of the host, from /proc/net/tcp or tcp6.
+type listener struct {
+	ip    net.IP
+	port  int
+	inode string
+}
+
+// listeners reads every listening TCP socket of the network namespace.
+func listeners() ([]listener, error) {
+	var all []listener
+	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(name)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ls, err := parseProcNetTCP(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		all = append(all, ls...)
+	}
+	return all, nil
+}
+
+// tcpListen is the state of a listening socket in /proc/net/tcp.
+const tcpListen = "0A"
+
+// parseProcNetTCP reads the LISTEN lines of /proc/net/tcp or tcp6:
+// "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...",
+// where local_address is the address in hex, in host byte order per 32-bit word,
+// a colon and the port in hex.
+func parseProcNetTCP(b []byte) ([]listener, error) {
+	var out []listener
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Scan() // header
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 || f[3] != tcpListen {
+			continue
+		}
+		addr, portHex, ok := strings.Cut(f[1], ":")
+		port, err := strconv.ParseUint(portHex, 16, 16)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("malformed local address %q", f[1])
+		}
+		ip, err := parseHexIP(addr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, listener{ip: ip, port: int(port), inode: f[9]})
+	}
+	return out, sc.Err()
+}
+
+// parseHexIP decodes /proc/net's address: 32-bit words, each little-endian.
+func parseHexIP(s string) (net.IP, error) {
+	raw, err := hex.DecodeString(s)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return nil, fmt.Errorf("malformed address %q", s)
+	}
+	for i := 0; i < len(raw); i += 4 {
+		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+	}
+	return net.IP(raw), nil
+}
+
+// blocksLoopback reports whether a listener keeps the lab from binding
+// 127.0.0.1:port: it listens there, or on every address.
+func (l listener) blocksLoopback() bool {
+	return l.ip.IsUnspecified() || l.ip.Equal(net.IPv4(127, 0, 0, 1))
+}
+
+// socketOwner finds a process holding the socket inode open, by reading the
+// /proc/PID/fd links ("socket:[INODE]"); 0 when none is visible (another user's
+// process without root, or a socket only the kernel holds).
+func socketOwner(inode string) int {
+	want := "socket:[" + inode + "]"
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range pids {
+		fds, err := os.ReadDir(filepath.Join(dir, "fd"))
+		if err != nil {
+			continue // gone meanwhile, or not ours to read
+		}
+		for _, fd := range fds {
+			if link, err := os.Readlink(filepath.Join(dir, "fd", fd.Name())); err == nil && link == want {
+				pid, _ := strconv.Atoi(filepath.Base(dir))
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// commandLine returns pid's argv, or nil when the process is gone.
+func commandLine(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// showCommand shortens an argv for a message: the program's base name and at
+// most a few arguments.
+func showCommand(argv []string) string {
+	if len(argv) == 0 {
+		return "(unknown command)"
+	}
+	shown := append([]string{filepath.Base(argv[0])}, argv[1:min(len(argv), 4)]...)
+	s := strings.Join(shown, " ")
+	if len(argv) > 4 {
+		s += " ..."
+	}
+	return s
+}
