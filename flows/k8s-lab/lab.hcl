@@ -62,3 +62,12 @@ task "exec" "bins" {
   dir         = local.root
   timeout     = "60m"
 }
+
+task "preflight" "lab" {
+  description      = "Before anything is created: LXD, nesting and privileged containers, the host ports (free or already the lab's), disk and memory."
+  ports            = concat(values(var.members), [var.registry_port, var.upstream_port], values(var.web_ports))
+  instances        = concat(keys(var.members), keys(local.registries))
+  privileged       = true
+  min_free_disk_mb = 8192
+  min_memory_mb    = 3072
+}

@@ -12,14 +12,16 @@ task "exec" "member_image" {
 # A rebuilt image (a new binary, package list or init) moves the alias; running members
 # keep the image they were created from until they are recreated.
 task "lxd_image_import" "member" {
-  file     = "${local.root}/${exec.member_image.stdout}"
-  alias    = "flow-member"
-  recreate = true
+  file       = "${local.root}/${exec.member_image.stdout}"
+  alias      = "flow-member"
+  recreate   = true
+  depends_on = [preflight.lab]
 }
 
 # What MicroK8s's LXD profile grants: a privileged, nesting container with every device and
 # read-write /proc and /sys, so containerd, runc and the kubelet work inside. No NIC.
 task "lxd_profile" "member" {
+  depends_on          = [preflight.lab]
   name                = "flow-member"
   profile_description = "flow Kubernetes lab member: privileged, nesting, no network device"
   config = {

@@ -13,11 +13,13 @@ task "exec" "busybox_image" {
 }
 
 task "lxd_image_import" "busybox" {
-  file  = "${local.root}/${exec.busybox_image.stdout}"
-  alias = "flow-lab-busybox"
+  file       = "${local.root}/${exec.busybox_image.stdout}"
+  alias      = "flow-lab-busybox"
+  depends_on = [preflight.lab]
 }
 
 task "lxd_profile" "registry" {
+  depends_on          = [preflight.lab]
   name                = "flow-lab-registry"
   profile_description = "flow lab registry: a small container without a network device"
   config              = { "limits.memory" = "256MiB", "limits.processes" = "200" }
