@@ -258,6 +258,8 @@ type statusDoc struct {
 	Flow   string    `json:"flow"`
 	Status string    `json:"status"`
 	Tasks  []taskDoc `json:"tasks"`
+	// Outputs are the run's outputs as flow output --json prints them.
+	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
 }
 
 type taskDoc struct {

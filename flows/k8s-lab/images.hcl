@@ -11,12 +11,6 @@
 # var.karmada_version, var.kube_version and wait_ready.registry["lab-upstream"] /
 # ["lab-registry"] from the flow's other files; everything it declares is named image_*.
 
-variable "image_root" {
-  type        = string
-  default     = ""
-  description = "The flow repository's root (scripts/, cmd/, flows/flask-app); empty: two levels above this file."
-}
-
 variable "image_kube_binary_version" {
   type        = string
   default     = "v1.31.4"
@@ -48,7 +42,6 @@ variable "image_prometheus_tag" {
 }
 
 locals {
-  image_root     = var.image_root != "" ? var.image_root : dirname(dirname(path.flow))
   image_upstream = "127.0.0.1:${var.upstream_port}"
 
   # Debian root file systems (bookworm, minbase), one per package list, cached by it.
@@ -108,7 +101,7 @@ task "exec" "image_rootfs" {
     fi
     echo "$PWD/$gz"
   EOT
-  dir         = local.image_root
+  dir         = local.root
   timeout     = "20m"
 }
 
@@ -131,7 +124,7 @@ task "exec" "image_pause" {
     CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .lab/images/pause ./cmd/lab-pause
     echo "$PWD/.lab/images/pause"
   EOT
-  dir         = local.image_root
+  dir         = local.root
   timeout     = "10m"
 }
 
@@ -157,7 +150,7 @@ task "exec" "image_coredns" {
     mv "$out.tmp" "$out"
     echo "$out"
   EOT
-  dir         = local.image_root
+  dir         = local.root
   timeout     = "30m"
 }
 
@@ -178,7 +171,7 @@ task "exec" "image_links" {
     ln -sfn /usr/share/nginx/html $d/nginx/var/www/html
     echo "$PWD/$d"
   EOT
-  dir         = local.image_root
+  dir         = local.root
 }
 
 # --- images, pushed to the stand-in upstream registry ----------------------------------------

@@ -50,7 +50,7 @@ variable "upstream_port" {
 }
 
 locals {
-  root       = dirname(path.flow)
+  root       = dirname(dirname(path.flow)) # the repository: scripts/, cmd/, .lab/
   member_dir = "${path.flow}/member"
   config_dir = var.config_dir != "" ? var.config_dir : "${local.root}/.lab/k8s-lab"
 }
