@@ -29,18 +29,12 @@ func createPod(ctx context.Context, c kubernetes.Interface, ns, name, app, ip st
 }
 
 func setPodRunning(ctx context.Context, c kubernetes.Interface, ns, name, ip string, ready corev1.ConditionStatus) error {
-	pod, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	pod.Status = corev1.PodStatus{
+	return setPodStatus(ctx, c, ns, name, corev1.PodStatus{
 		Phase:      corev1.PodRunning,
 		PodIP:      ip,
 		PodIPs:     []corev1.PodIP{{IP: ip}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}},
-	}
-	_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // outPods returns the pods output as "name=ip" strings, checking its type.
