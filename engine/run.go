@@ -27,6 +27,10 @@ type Options struct {
 	Logger hclog.Logger
 	// ProgressEvery is how often a line reports instances still running; 0 means 10s.
 	ProgressEvery time.Duration
+	// Finish, if set, is called once at the end with the result, unless a checkpoint
+	// already failed; the run record it returns is written in the same transaction as
+	// the last instance records. Run's error then says whether that commit failed.
+	Finish func(*Result) *state.Run
 }
 
 // Result is what an execution ends with.

@@ -225,9 +225,15 @@ func recordVars(run *state.Run, l *loaded) error {
 // runPlan executes with signal handling and the live status endpoint, then records
 // and prints the outcome.
 func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *loaded, previous map[string]*state.Instance, f execFlags) error {
+	finished := func(res *engine.Result) *state.Run {
+		run.Status, run.FinishedAt = res.Status, timeNow()
+		run.Outputs = storedOutputs(res.Outputs)
+		return run
+	}
 	runner := engine.NewRunner(l.plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, RunID: run.ID, Store: store,
 		Previous: previous, Out: c.stdout, Logger: c.logger(l.plan.Scope.Redact),
+		Finish: finished, // the run record rides with the last checkpoint
 	})
 	verb := "Starting"
 	if previous != nil {
@@ -240,13 +246,10 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 	if res == nil {
 		return fail(ExitTaskFailed, runErr)
 	}
-	run.Status, run.FinishedAt = res.Status, timeNow()
-	if runErr != nil {
+	if runErr != nil { // the last checkpoint, and the run record with it, failed or never came
+		finished(res)
 		run.Status, run.Error = state.Failed, runErr.Error()
-	}
-	run.Outputs = storedOutputs(res.Outputs)
-	if err := store.PutRun(run); err != nil && runErr == nil {
-		runErr = err
+		_ = store.PutRun(run) // best effort: the error that matters is runErr
 	}
 	c.summary(run, res, runner, time.Since(began))
 	switch {
