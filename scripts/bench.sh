@@ -75,14 +75,16 @@ if [ ! -x "$TASK" ]; then
   mkdir -p "$(dirname "$TASK")"
   GOBIN=$(dirname "$TASK") "$GO" install "github.com/go-task/task/v3/cmd/task@$TASK_VERSION"
 fi
-"$TASK" --version | grep -q "${TASK_VERSION#v}" || die "$TASK is not go-task $TASK_VERSION"
+[[ "$("$TASK" --version)" == *"${TASK_VERSION#v}"* ]] || die "$TASK is not go-task $TASK_VERSION"
 if [ "${BENCH_SKIP_TF:-}" != 1 ] && [ ! -x "$TF" ]; then
   log "building Terraform $TF_VERSION into $(dirname "$TF") (once; takes minutes on 2 cores)"
   mkdir -p "$(dirname "$TF")"
   GOBIN=$(dirname "$TF") GOFLAGS=-mod=mod CGO_ENABLED=0 "$GO" install "github.com/hashicorp/terraform@$TF_VERSION"
 fi
 if [ "${BENCH_SKIP_TF:-}" != 1 ]; then
-  "$TF" version | grep -q "${TF_VERSION}" || die "$TF is not Terraform $TF_VERSION"
+  # Not `| grep -q`: grep exits at the first match, and under pipefail Terraform's
+  # SIGPIPE would fail the check at random.
+  [[ "$("$TF" version)" == *"Terraform $TF_VERSION"* ]] || die "$TF is not Terraform $TF_VERSION"
 fi
 
 # ---- workloads ---------------------------------------------------------------
