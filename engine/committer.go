@@ -35,6 +35,7 @@ type committer struct {
 	waiters []string
 	lazy    bool // a lazyFlush timer is armed
 	closed  bool
+	final   *state.Run // written with the last batch, set by close
 
 	kick chan struct{}
 	done chan error
@@ -95,39 +96,44 @@ func (c *committer) wake() {
 func (c *committer) loop() {
 	var lastErr error
 	for range c.kick {
-		if err := c.flush(true); err != nil {
+		if err := c.flush(true, nil); err != nil {
 			lastErr = err
 		}
 	}
-	if err := c.flush(false); err != nil {
+	c.mu.Lock()
+	final := c.final
+	c.mu.Unlock()
+	if err := c.flush(false, final); err != nil {
 		lastErr = err
 	}
 	c.done <- lastErr
 }
 
-func (c *committer) flush(notify bool) error {
+// flush commits what is queued, and run's record with it when run is not nil.
+func (c *committer) flush(notify bool, run *state.Run) error {
 	c.mu.Lock()
 	recs, logs, waiters := c.recs, c.logs, c.waiters
 	c.recs, c.logs, c.waiters = map[string]*state.Instance{}, map[string][]byte{}, nil
 	c.mu.Unlock()
-	if len(recs) == 0 {
+	if len(recs) == 0 && run == nil {
 		return nil
 	}
 	batch := make([]*state.Instance, 0, len(recs))
 	for _, r := range recs {
 		batch = append(batch, r)
 	}
-	err := c.store.Commit(c.runID, nil, batch, logs)
+	err := c.store.Commit(c.runID, run, batch, logs)
 	if notify && (len(waiters) > 0 || err != nil) {
 		c.events <- committed{addrs: waiters, err: err}
 	}
 	return err
 }
 
-// close commits whatever is still queued and returns the last commit error.
-func (c *committer) close() error {
+// close commits whatever is still queued, with the run record final if it is not
+// nil, and returns the last commit error.
+func (c *committer) close(final *state.Run) error {
 	c.mu.Lock()
-	c.closed = true
+	c.closed, c.final = true, final
 	close(c.kick)
 	c.mu.Unlock()
 	return <-c.done

@@ -318,13 +318,25 @@ func (c *coordinator) finish() (*Result, error) {
 			}
 		}
 	}()
-	err := c.commit.close()
+	res := c.result()
+	// The run's final record goes out with the last instance records: one commit, not
+	// two, at the end of every run. After a fatal error the caller records the failure.
+	var final *state.Run
+	if c.opts.Finish != nil && c.fatal == nil {
+		final = c.opts.Finish(res)
+	}
+	err := c.commit.close(final)
 	close(drained)
 	if c.fatal != nil {
 		err = c.fatal
 	} else if err != nil {
 		err = fmt.Errorf("write checkpoint: %w", err)
 	}
+	return res, errors.Join(err)
+}
+
+// result is the run's outcome from the records as they stand; finish commits them.
+func (c *coordinator) result() *Result {
 	res := &Result{Status: state.Succeeded, FirstFailure: c.firstFailure, UpToDate: c.upToDate}
 	for _, rec := range c.Snapshot() {
 		cp := rec
@@ -337,5 +349,5 @@ func (c *coordinator) finish() (*Result, error) {
 		res.Status = state.Interrupted
 	}
 	res.Outputs = c.plan.evalOutputs(c.values)
-	return res, errors.Join(err)
+	return res
 }

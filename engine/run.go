@@ -36,6 +36,10 @@ type Options struct {
 	// TransientRetry bounds how long each task retries transient faults on its own
 	// (tasks.Env.TransientRetry): 0 means tasks.DefaultTransientRetry, negative none.
 	TransientRetry time.Duration
+	// Finish, if set, is called once at the end with the result, unless a checkpoint
+	// already failed; the run record it returns is written in the same transaction as
+	// the last instance records. Run's error then says whether that commit failed.
+	Finish func(*Result) *state.Run
 }
 
 // Result is what an execution ends with.

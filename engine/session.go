@@ -156,7 +156,7 @@ func RecordVars(run *state.Run, l *Loaded) error {
 // the whole flow's plan: when a targeted execution succeeded but some instance of full
 // has not, the run is recorded as pending, unfinished, and "flow resume" continues it.
 func FinishRun(store *state.Store, run *state.Run, res *Result, runErr error, full *Plan) error {
-	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
+	RecordResult(run, res)
 	if run.Status == state.Succeeded && len(res.Records) < len(full.Order) {
 		done, err := allSucceeded(store, run.ID, full)
 		if err != nil {
@@ -169,6 +169,14 @@ func FinishRun(store *state.Store, run *state.Run, res *Result, runErr error, fu
 	if runErr != nil {
 		run.Status, run.Error = state.Failed, runErr.Error()
 	}
+	return store.PutRun(run)
+}
+
+// RecordResult sets run's status, end time and outputs from res, touching no store:
+// what Options.Finish returns for an execution of the whole flow, so the run record
+// rides with the last checkpoint. Sensitive outputs are only named.
+func RecordResult(run *state.Run, res *Result) *state.Run {
+	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 	stored := map[string]state.Value{}
 	for name, v := range run.Outputs {
 		stored[name] = v
@@ -186,7 +194,7 @@ func FinishRun(store *state.Store, run *state.Run, res *Result, runErr error, fu
 	}
 	sort.Strings(run.SensitiveOutputs)
 	run.Outputs = stored
-	return store.PutRun(run)
+	return run
 }
 
 func allSucceeded(store *state.Store, runID uint64, p *Plan) (bool, error) {

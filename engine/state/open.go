@@ -64,6 +64,10 @@ type badFormat string
 
 func (r badFormat) Error() string { return string(r) }
 
+// presize is the size a new state file starts with: room for a run of a few hundred
+// instances before bbolt must grow the file.
+const presize = 1 << 20
+
 // createState builds a new, empty state file in a temporary file next to path
 // and then links it to path, so that path never names a partial state. If
 // some other process creates path in the meantime, theirs is kept and ours is
@@ -88,8 +92,11 @@ func createState(path string) (err error) {
 
 	// Hand the already-open temporary file to bbolt, which initialises it
 	// (it is empty) and closes it on db.Close.
-	db, err := bolt.Open(tmpName, 0o600, boltOptions(false, time.Second,
-		func(string, int, os.FileMode) (*os.File, error) { return tmp, nil }))
+	opts := boltOptions(false, time.Second, func(string, int, os.FileMode) (*os.File, error) { return tmp, nil })
+	// Nor does growing it need the truncate's own fsync: the one Sync below, an fsync,
+	// covers the file's size too.
+	opts.NoGrowSync = true
+	db, err := bolt.Open(tmpName, 0o600, opts)
 	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("initialise %s: %w", tmpName, err)
@@ -111,6 +118,11 @@ func createState(path string) (err error) {
 		_, err = tx.CreateBucket(bucketRun)
 		return err
 	})
+	if err == nil {
+		// Sized ahead (sparse: no blocks are allocated), so the first commits of a run
+		// find room and skip bbolt's grow, a truncate and an fsync each.
+		err = tmp.Truncate(presize)
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}

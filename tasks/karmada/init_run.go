@@ -12,12 +12,15 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // readyzTimeout bounds the health check of an existing Karmada API server, so an
 // unreachable one costs seconds, not a TCP timeout.
 const readyzTimeout = 5 * time.Second
+
+var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // Run skips a healthy control plane, removes a half-done one, then runs karmadactl init.
 func (i *Init) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
@@ -89,11 +92,11 @@ func (i *Init) namespacePresent(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("host cluster: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return false, fmt.Errorf("host cluster %s: %w", cfg.Host, err)
 	}
-	_, err = client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	_, err = client.Resource(namespaceResource).Get(ctx, ns, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -114,10 +117,10 @@ func healthyAPIServer(ctx context.Context, kubeconfig string) (string, bool) {
 		return "", false
 	}
 	cfg.Timeout = readyzTimeout
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kube.RawClient(cfg)
 	if err != nil {
 		return "", false
 	}
-	body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	body, err := client.Get().AbsPath("/readyz").DoRaw(ctx)
 	return cfg.Host, err == nil && string(body) == "ok"
 }

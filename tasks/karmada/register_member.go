@@ -12,11 +12,14 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // agentDeployment is the Deployment karmadactl register creates on the member.
 const agentDeployment = "karmada-agent"
+
+var deploymentResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 // Registration registers a member cluster with Karmada in Pull mode with
 // `karmadactl register`, which installs karmada-agent on the member. It is the hcl
@@ -178,11 +181,11 @@ func (r *Registration) agentPresent(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("member cluster: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return false, fmt.Errorf("member cluster %s: %w", cfg.Host, err)
 	}
-	_, err = client.AppsV1().Deployments(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
+	_, err = client.Resource(deploymentResource).Namespace(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/flowdev/flow/tasks"
 )
@@ -20,7 +19,7 @@ import (
 // kinds to resources by discovery.
 type applier struct {
 	dyn       dynamic.Interface
-	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	mapper    *Mapper
 	fieldMgr  string
 	force     bool
 	namespace string // for namespaced objects that name none
@@ -49,7 +48,7 @@ func (ap *applier) checkKinds(ctx context.Context, ms, crds []*manifest) error {
 	}
 	for _, m := range ms {
 		gvk := m.obj.GroupVersionKind()
-		_, err := RESTMapping(ctx, ap.mapper, gvk.GroupKind(), gvk.Version)
+		_, err := ap.mapper.RESTMapping(ctx, gvk.GroupKind(), gvk.Version)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: look up kind: %w", m, ctx.Err())
 		}
@@ -76,7 +75,7 @@ func (ap *applier) mapping(ctx context.Context, m *manifest) (*meta.RESTMapping,
 	gvk := m.obj.GroupVersionKind()
 	deadline := time.Now().Add(mappingRetryFor)
 	for {
-		mapping, err := RESTMapping(ctx, ap.mapper, gvk.GroupKind(), gvk.Version)
+		mapping, err := ap.mapper.RESTMapping(ctx, gvk.GroupKind(), gvk.Version)
 		if err == nil {
 			return mapping, nil
 		}

@@ -65,7 +65,7 @@ func (ap *applier) delete(ctx context.Context, ref objectRef) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name), err)
 	}
-	mapping, err := RESTMapping(ctx, ap.mapper, schema.GroupKind{Group: gv.Group, Kind: ref.kind}, gv.Version)
+	mapping, err := ap.mapper.RESTMapping(ctx, schema.GroupKind{Group: gv.Group, Kind: ref.kind}, gv.Version)
 	if meta.IsNoMatchError(err) {
 		fmt.Fprintf(ap.env.Stdout, "%s already absent (the server no longer serves its kind)\n", objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name))
 		return nil

@@ -8,15 +8,12 @@ import (
 	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 )
 
-// discoveryTimeout bounds each discovery request: the REST mapper cannot take a
-// context, so lookups run aside (RESTMapping) and this ends what they leave running.
+// discoveryTimeout bounds each discovery request, so a server that accepts the
+// connection but never answers costs seconds, not the whole run's timeout.
 const discoveryTimeout = 30 * time.Second
 
 var (
@@ -98,13 +95,13 @@ func (a *Apply) newApplier(env *tasks.Env) (*applier, error) {
 	}
 	dcfg := rest.CopyConfig(cfg)
 	dcfg.Timeout = discoveryTimeout
-	dc, err := discovery.NewDiscoveryClientForConfig(dcfg)
+	mapper, err := NewMapper(dcfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+		return nil, err
 	}
 	return &applier{
 		dyn:       dyn,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		mapper:    mapper,
 		fieldMgr:  a.fieldManager(),
 		force:     a.Force,
 		namespace: a.namespace(),

@@ -5,7 +5,6 @@
 package kube
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"github.com/flowdev/flow/tasks"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -53,26 +50,6 @@ func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
 	// Long waits poll; a client-side rate limit would only slow them.
 	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, nil
-}
-
-// RESTMapping looks gvk up through mapper. Discovery takes no context, so the
-// lookup runs aside: a server that does not answer cannot hold a cancelled run.
-func RESTMapping(ctx context.Context, mapper meta.RESTMapper, gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
-	type result struct {
-		mapping *meta.RESTMapping
-		err     error
-	}
-	done := make(chan result, 1)
-	go func() {
-		m, err := mapper.RESTMapping(gk, version)
-		done <- result{m, err}
-	}()
-	select {
-	case r := <-done:
-		return r.mapping, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // TransientFault classifies the errors of Kubernetes API requests for

@@ -13,11 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube"
@@ -82,7 +79,7 @@ func validateCondition(w *WaitReady) error {
 // until it is found, so a wait may start before the CRD that defines it is applied.
 type conditionProbe struct {
 	client    dynamic.Interface
-	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	mapper    *kube.Mapper
 	kind      schema.GroupKind
 	version   string
 	name      string
@@ -102,15 +99,15 @@ func newConditionProbe(w *WaitReady) (probe, error) {
 	}
 	t, _ := w.timing() // Validate parsed it
 	dcfg := rest.CopyConfig(cfg)
-	dcfg.Timeout = t.request // discovery takes no context; this ends what mapping leaves running
-	disco, err := discovery.NewDiscoveryClientForConfig(dcfg)
+	dcfg.Timeout = t.request
+	mapper, err := kube.NewMapper(dcfg)
 	if err != nil {
-		return nil, fmt.Errorf("create discovery client: %w", err)
+		return nil, err
 	}
 	gv, _ := schema.ParseGroupVersion(w.APIVersion) // Validate parsed it
 	return &conditionProbe{
 		client:    client,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		mapper:    mapper,
 		kind:      gv.WithKind(w.ObjectKind).GroupKind(),
 		version:   gv.Version,
 		name:      w.Name,
@@ -121,7 +118,7 @@ func newConditionProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *conditionProbe) check(ctx context.Context) (bool, string, error) {
-	mapping, err := kube.RESTMapping(ctx, p.mapper, p.kind, p.version)
+	mapping, err := p.mapper.RESTMapping(ctx, p.kind, p.version)
 	if ctx.Err() != nil {
 		return false, "", nil // the wait's end or request_timeout says what happened
 	}

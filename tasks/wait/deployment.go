@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 )
 
 // deploymentKind is ready when Deployment name in namespace has rolled out: its
@@ -30,12 +27,12 @@ func validateDeployment(w *WaitReady) error {
 }
 
 type deploymentProbe struct {
-	client          kubernetes.Interface
+	client          dynamic.Interface
 	name, namespace string
 }
 
 func newDeploymentProbe(w *WaitReady) (probe, error) {
-	c, err := kubeClientset(w)
+	c, err := kubeDynamic(w)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +40,7 @@ func newDeploymentProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *deploymentProbe) check(ctx context.Context) (bool, string, error) {
-	d, err := p.client.AppsV1().Deployments(p.namespace).Get(ctx, p.name, metav1.GetOptions{})
+	d, err := getAs[deployment](ctx, p.client.Resource(deploymentResource).Namespace(p.namespace), p.name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, "not found", nil
@@ -56,7 +53,7 @@ func (p *deploymentProbe) check(ctx context.Context) (bool, string, error) {
 
 // deploymentState judges a rollout as kubectl rollout status does, plus the
 // Available condition: "1/3 available, 2/3 updated".
-func deploymentState(d *appsv1.Deployment) (bool, string) {
+func deploymentState(d *deployment) (bool, string) {
 	st := d.Status
 	if st.ObservedGeneration < d.Generation {
 		return false, fmt.Sprintf("generation %d not observed yet (observed %d)", d.Generation, st.ObservedGeneration)
@@ -73,7 +70,7 @@ func deploymentState(d *appsv1.Deployment) (bool, string) {
 		return false, state
 	}
 	for _, c := range st.Conditions {
-		if c.Type == appsv1.DeploymentAvailable && c.Status != corev1.ConditionTrue {
+		if c.Type == "Available" && c.Status != "True" {
 			return false, fmt.Sprintf("%s, Available=%s%s", state, c.Status, reasonSuffix(c.Reason))
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/flowdev/flow/tasks"
@@ -43,18 +42,6 @@ func kubeConfig(w *WaitReady) (*rest.Config, error) {
 	}
 	cfg.WarningHandler = rest.NoWarnings{} // deprecation warnings would go to the process's stderr
 	return cfg, nil
-}
-
-func kubeClientset(w *WaitReady) (*kubernetes.Clientset, error) {
-	cfg, err := kubeConfig(w)
-	if err != nil {
-		return nil, err
-	}
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create client: %w", err)
-	}
-	return c, nil
 }
 
 func kubeDynamic(w *WaitReady) (*dynamic.DynamicClient, error) {

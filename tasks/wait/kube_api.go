@@ -3,10 +3,11 @@ package wait
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
-	"k8s.io/client-go/rest"
+	"github.com/flowdev/flow/tasks/kube"
 )
 
 // kubeAPIKind is ready when the API server's /readyz answers 200 "ok" through the
@@ -18,27 +19,43 @@ var kubeAPIKind = kind{
 	newProbe: newKubeAPIProbe,
 }
 
+// kubeAPIProbe asks /readyz over the connection's own HTTP client (TLS settings,
+// credentials) but reads the answer itself: client-go's REST client turns a
+// plain-text error answer into an error without its status code.
 type kubeAPIProbe struct {
-	client rest.Interface
+	client *http.Client
+	url    string
 }
 
 func newKubeAPIProbe(w *WaitReady) (probe, error) {
-	c, err := kubeClientset(w)
+	cfg, err := kubeConfig(w)
 	if err != nil {
 		return nil, err
 	}
-	return &kubeAPIProbe{client: c.Discovery().RESTClient()}, nil
+	c, err := kube.RawClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeAPIProbe{client: c.Client, url: c.Get().AbsPath("/readyz").URL().String()}, nil
 }
 
 func (p *kubeAPIProbe) check(ctx context.Context) (bool, string, error) {
-	res := p.client.Get().AbsPath("/readyz").Do(ctx)
-	var code int
-	res.StatusCode(&code)
-	body, err := res.Raw()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return false, "", err
+	}
+	res, err := p.client.Do(req)
+	if err != nil {
+		return false, errorState(err), nil
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+	if err != nil {
+		return false, errorState(err), nil
+	}
+	code := res.StatusCode
 	state := fmt.Sprintf("status %d", code)
 	switch {
-	case code == 0: // no response
-		return false, errorState(err), nil
 	case code != http.StatusOK:
 		return false, state, nil
 	case strings.TrimSpace(string(body)) != "ok":

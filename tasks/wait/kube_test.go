@@ -33,6 +33,7 @@ func TestKube(t *testing.T) {
 		{"nodes", testNodes},
 		{"deployment", testDeployment},
 		{"pods", testPods},
+		{"pods/why", testPodsWhy},
 		{"karmada_clusters", testKarmadaClusters},
 		{"condition", testCondition},
 	} {

@@ -5,9 +5,8 @@ import (
 	"context"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/internal/output"
@@ -23,13 +22,13 @@ var nodesKind = kind{
 }
 
 type nodesProbe struct {
-	client kubernetes.Interface
+	client dynamic.Interface
 	min    int
 	names  []string // set by the check that found them ready
 }
 
 func newNodesProbe(w *WaitReady) (probe, error) {
-	c, err := kubeClientset(w)
+	c, err := kubeDynamic(w)
 	if err != nil {
 		return nil, err
 	}
@@ -37,12 +36,11 @@ func newNodesProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *nodesProbe) check(ctx context.Context) (bool, string, error) {
-	list, err := p.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := listAs[node](ctx, p.client.Resource(nodeResource), metav1.ListOptions{})
 	if err != nil {
 		return false, errorState(err), nil
 	}
-	nodes := list.Items
-	slices.SortFunc(nodes, func(a, b corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(nodes, func(a, b node) int { return cmp.Compare(a.Name, b.Name) })
 	var names, notReady []string
 	for i := range nodes {
 		names = append(names, nodes[i].Name)
@@ -59,15 +57,15 @@ func (p *nodesProbe) check(ctx context.Context) (bool, string, error) {
 }
 
 // nodeNotReady says why a node is not Ready, or "" when it is.
-func nodeNotReady(n *corev1.Node) string {
+func nodeNotReady(n *node) string {
 	for _, c := range n.Status.Conditions {
-		if c.Type != corev1.NodeReady {
+		if c.Type != "Ready" {
 			continue
 		}
 		switch c.Status {
-		case corev1.ConditionTrue:
+		case "True":
 			return ""
-		case corev1.ConditionFalse:
+		case "False":
 			return "NotReady"
 		default:
 			return "Ready=" + string(c.Status)

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/internal/output"
@@ -46,14 +46,14 @@ func validatePods(w *WaitReady) error {
 }
 
 type podsProbe struct {
-	client              kubernetes.Interface
+	client              dynamic.Interface
 	namespace, selector string
 	min                 int
-	ready               []corev1.Pod // set by the check that found them ready
+	ready               []pod // set by the check that found them ready
 }
 
 func newPodsProbe(w *WaitReady) (probe, error) {
-	c, err := kubeClientset(w)
+	c, err := kubeDynamic(w)
 	if err != nil {
 		return nil, err
 	}
@@ -61,17 +61,29 @@ func newPodsProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *podsProbe) check(ctx context.Context) (bool, string, error) {
-	list, err := p.client.CoreV1().Pods(p.namespace).List(ctx, metav1.ListOptions{LabelSelector: p.selector})
+	pods, err := listAs[pod](ctx, p.client.Resource(podResource).Namespace(p.namespace), metav1.ListOptions{LabelSelector: p.selector})
 	if err != nil {
 		return false, errorState(err), nil
 	}
-	pods := list.Items
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(pods, func(a, b pod) int { return cmp.Compare(a.Name, b.Name) })
 	var notReady []string
+	var events map[string]*event // read once, when a pod's status gives no reason
 	for i := range pods {
-		if why := podNotReady(&pods[i]); why != "" {
-			notReady = append(notReady, pods[i].Name+": "+why)
+		why := podNotReady(&pods[i])
+		if why == "" {
+			continue
 		}
+		if reason := podReason(&pods[i]); reason != "" {
+			why += ", " + reason
+		} else {
+			if events == nil {
+				events = p.lastEvents(ctx)
+			}
+			if e := events[string(pods[i].UID)]; e != nil {
+				why += ", last event " + e.Reason + ": " + brief(e.Message)
+			}
+		}
+		notReady = append(notReady, pods[i].Name+": "+why)
 	}
 	state := countState("pods", len(pods)-len(notReady), len(pods), p.min, notReady)
 	if len(notReady) > 0 || len(pods) < p.min {
@@ -83,24 +95,97 @@ func (p *podsProbe) check(ctx context.Context) (bool, string, error) {
 
 // podNotReady says why a pod is not ready, or "" when it is. A pod being deleted
 // is not: it is about to go, and its IP with it.
-func podNotReady(p *corev1.Pod) string {
+func podNotReady(p *pod) string {
 	switch {
 	case p.DeletionTimestamp != nil:
 		return "Terminating"
-	case p.Status.Phase != corev1.PodRunning:
+	case p.Status.Phase != "Running":
 		if p.Status.Phase == "" {
-			return string(corev1.PodPending)
+			return "Pending"
 		}
-		return string(p.Status.Phase)
+		return p.Status.Phase
 	case p.Status.PodIP == "":
 		return "no pod IP"
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+		if c.Type == "Ready" && c.Status == "True" {
 			return ""
 		}
 	}
 	return "Running, not Ready"
+}
+
+// podReason is what a not-ready pod's status says holds it up, the first of: a
+// container waiting for a reason other than ContainerCreating or PodInitializing
+// (ImagePullBackOff, ErrImagePull, CrashLoopBackOff, CreateContainerConfigError),
+// a container that terminated with an error, the scheduler's PodScheduled=False
+// (Unschedulable), the pod's own reason (Evicted). "" when it says nothing.
+func podReason(p *pod) string {
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			s := fmt.Sprintf("%s %s", cs.Name, w.Reason)
+			if cs.RestartCount > 0 {
+				s += fmt.Sprintf(" (restarted %d times)", cs.RestartCount)
+			}
+			if w.Message != "" {
+				s += ": " + brief(w.Message)
+			}
+			return s
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return fmt.Sprintf("%s %s (exit code %d)", cs.Name, t.Reason, t.ExitCode)
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == "PodScheduled" && c.Status == "False" && c.Reason != "" {
+			return c.Reason + messageSuffix(c.Message)
+		}
+	}
+	if p.Status.Reason != "" {
+		return p.Status.Reason + messageSuffix(p.Status.Message)
+	}
+	return ""
+}
+
+// lastEvents returns the latest event of each pod in the namespace, by pod UID.
+// Without events (or without the right to list them) the states simply name no
+// event: this is an explanation, never a reason to fail the check.
+func (p *podsProbe) lastEvents(ctx context.Context) map[string]*event {
+	events, err := listAs[event](ctx, p.client.Resource(eventResource).Namespace(p.namespace),
+		metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod"})
+	last := map[string]*event{}
+	if err != nil {
+		return last
+	}
+	for i := range events {
+		e := &events[i]
+		prev := last[e.InvolvedObject.UID]
+		if prev == nil {
+			last[e.InvolvedObject.UID] = e
+			continue
+		}
+		if t, pt := e.when(), prev.when(); !t.Before(&pt) {
+			last[e.InvolvedObject.UID] = e
+		}
+	}
+	return last
+}
+
+// brief shortens a message from the server to one readable part of a state line.
+func brief(msg string) string {
+	const most = 120
+	msg = strings.Join(strings.Fields(msg), " ")
+	if r := []rune(msg); len(r) > most {
+		return string(r[:most]) + "..."
+	}
+	return msg
+}
+
+func messageSuffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + brief(msg)
 }
 
 func (p *podsProbe) outputs() tasks.Outputs {

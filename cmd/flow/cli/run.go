@@ -228,9 +228,17 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 		return err
 	}
 	out, view := c.progressOut(live)
+	// A run of the whole flow writes its final record with the last checkpoint (one
+	// commit); a targeted one may end pending, which FinishRun decides afterwards.
+	var finish func(*engine.Result) *state.Run
+	whole := len(plan.Order) == len(l.Plan.Order)
+	if whole {
+		finish = func(res *engine.Result) *state.Run { return engine.RecordResult(run, res) }
+	}
 	runner := engine.NewRunner(plan, engine.Options{
 		Parallelism: f.parallelism, FailFast: f.failFast, TransientRetry: f.transientBound(), RunID: run.ID, Store: store,
 		Previous: previous, Replace: f.replace, Out: out, Logger: c.logger(plan.Scope.Redact), Live: live,
+		Finish: finish,
 	})
 	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)
 	src.start(run, runner)
@@ -241,8 +249,10 @@ func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, 
 	if res == nil {
 		return fail(ExitTaskFailed, runErr)
 	}
-	if err := engine.FinishRun(store, run, res, runErr, l.Plan); err != nil && runErr == nil {
-		runErr = err
+	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
+		if err := engine.FinishRun(store, run, res, runErr, l.Plan); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	c.summary(run, res, runner, time.Since(began), c.resumeHint(l, f.varFlags))
 	return exitFor(res, runErr, "run failed")
