@@ -29,6 +29,13 @@ func (b *Build) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 		push, _ = name.NewTag(b.Push, opts...)
 		s.push(push.Context())
 	}
+	var key string
+	if b.cacheable() {
+		key, _ = b.inputsKey() // unreadable inputs fail the build below, with its own error
+		if out, ok := b.unchanged(ctx, s, push, key, env); ok {
+			return out, nil
+		}
+	}
 	img, err := b.image(ctx, s)
 	if err != nil {
 		return nil, err
@@ -43,6 +50,9 @@ func (b *Build) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 			return nil, err
 		}
 		out["reference"] = cty.StringVal(pinned(push.Context(), digest))
+		if key != "" {
+			rememberDigest(b.Push, key, digest)
+		}
 	}
 	if b.Tarball != "" {
 		tag, abs, err := b.writeTarball(img, push, env)
@@ -55,6 +65,25 @@ func (b *Build) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 		out["tarball"] = cty.StringVal(abs)
 	}
 	return out, nil
+}
+
+// unchanged reports the outputs of the last build with these inputs when the registry
+// still holds its digest under push (see build_cache.go).
+func (b *Build) unchanged(ctx context.Context, s *sessions, push name.Tag, key string, env *tasks.Env) (tasks.Outputs, bool) {
+	digest, ok := cachedDigest(b.Push, key)
+	if key == "" || !ok {
+		return nil, false
+	}
+	sess, err := s.get(push.Context().Registry)
+	if err != nil {
+		return nil, false
+	}
+	if got, err := sess.puller.Head(ctx, push); err != nil || got.Digest != digest {
+		return nil, false
+	}
+	fmt.Fprintf(env.Stdout, "%s: already present (inputs unchanged since it was built)\n", pinned(push.Context(), digest))
+	return tasks.Outputs{"digest": cty.StringVal(digest.String()), "tarball": cty.StringVal(""),
+		"reference": cty.StringVal(pinned(push.Context(), digest))}, true
 }
 
 // writeTarball saves img to the tarball under tag, or else push; it returns

@@ -32,6 +32,7 @@ func preflightType() tasks.Type {
 	return tasks.Type{
 		Name:    "preflight",
 		Summary: "Check, before a lab creates anything, that the host has what it needs",
+		Undo:    "Nothing to undo: it only reads the host and the LXD daemon.",
 		Doc: `Runs every check it is given and reports each problem in one message of its own, on
 stderr, then fails naming them all; a lab flow runs it first, so a problem surfaces
 before anything is created instead of as an odd error minutes later. It changes
