@@ -122,57 +122,14 @@ task "wait_ready" "member" {
   wait_timeout = "1m"
 }
 
-# The registries: Debian's docker-registry with the glibc pieces it needs, pushed into
-# containers and forwarded from 127.0.0.1:32000 (lab) and 127.0.0.1:15000 (upstream).
-
-task "exec" "stage_registry" {
-  command = ["sh", "flows/local-lab/stage-registry.sh", ".lab/registry-root"]
-  dir     = local.root
-}
-
-task "lxd_launch" "registry" {
-  for_each = local.registries
-  name     = each.key
-  image    = lxd_image_import.busybox.alias
-  profiles = ["default", lxd_profile.lab.name]
-  wait_for = ["sh", "-c", "ip link show lo | grep -q UP"]
-}
-
-task "lxd_file_push" "registry" {
-  for_each    = local.registries
-  instance    = lxd_launch.registry[each.key].name
-  source      = "${local.root}/${exec.stage_registry.stdout}"
-  destination = "/opt/registry"
-  mode        = "0755"
-  create_dirs = true
-}
-
-task "lxd_exec" "start_registry" {
-  for_each = local.registries
-  instance = lxd_launch.registry[each.key].name
-  script   = <<-EOT
-    cd ${lxd_file_push.registry[each.key].destination}
-    pidof docker-registry ld-linux-x86-64.so.2 >/dev/null && exit 0
-    mkdir -p /var/lib/registry
-    setsid ./lib64/ld-linux-x86-64.so.2 --library-path ./lib ./bin/docker-registry serve ./registry.yml \
-      </dev/null >/var/log/registry.log 2>&1 &
-  EOT
-}
-
-task "proxy_device" "registry" {
-  for_each   = local.registries
-  instance   = lxd_launch.registry[each.key].name
-  name       = "registry"
-  listen     = "tcp:127.0.0.1:${each.value}"
-  connect    = "tcp:127.0.0.1:5000"
-  depends_on = [lxd_exec.start_registry[each.key]]
-}
-
-task "wait_ready" "registry" {
-  for_each     = local.registries
-  kind         = "http"
-  url          = "http://${proxy_device.registry[each.key].address}/v2/"
-  wait_timeout = "1m"
+# The registries: Debian's docker-registry in containers, forwarded from 127.0.0.1:32000
+# (lab) and 127.0.0.1:15000 (upstream).
+module "registries" {
+  source     = "./modules/lab-registries"
+  root       = local.root
+  registries = local.registries
+  image      = lxd_image_import.busybox.alias
+  profiles   = ["default", lxd_profile.lab.name]
 }
 
 task "image_build" "upstream" {
@@ -183,7 +140,7 @@ task "image_build" "upstream" {
   cmd        = ["/stand-in/README"]
   push       = "127.0.0.1:${var.upstream_port}/${each.key}"
   insecure   = true
-  depends_on = [wait_ready.registry["lab-upstream"]]
+  depends_on = [module.registries]
 }
 
 task "image_mirror" "karmada" {
@@ -191,7 +148,7 @@ task "image_mirror" "karmada" {
   registry   = "127.0.0.1:${var.registry_port}"
   naming     = "flatten"
   insecure   = true
-  depends_on = [image_build.upstream, wait_ready.registry["lab-registry"]]
+  depends_on = [image_build.upstream, module.registries]
 }
 
 output "members" {

@@ -8,8 +8,8 @@
 # real one: docs/k8s-lab-images.md.
 #
 # One file of the flows/k8s-lab flow: it uses var.upstream_port, var.registry_port,
-# var.karmada_version, var.kube_version and wait_ready.registry["lab-upstream"] /
-# ["lab-registry"] from the flow's other files; everything it declares is named image_*.
+# var.karmada_version, var.kube_version, local.root and module.registries (the registries)
+# from the flow's other files; everything it declares is named image_*.
 
 variable "image_kube_binary_version" {
   type        = string
@@ -186,7 +186,7 @@ task "image_build" "image_debian" {
   push       = "${local.image_upstream}/${local.image_path.debian}"
   insecure   = true
   timeout    = "10m"
-  depends_on = [wait_ready.registry["lab-upstream"]]
+  depends_on = [module.registries]
 }
 
 task "image_build" "image_alpine" {
@@ -202,7 +202,7 @@ task "image_build" "image_pause" {
   entrypoint = ["/pause"]
   push       = "${local.image_upstream}/${local.image_path.pause}"
   insecure   = true
-  depends_on = [wait_ready.registry["lab-upstream"]]
+  depends_on = [module.registries]
 }
 
 task "image_build" "image_etcd" {
@@ -216,7 +216,7 @@ task "image_build" "image_etcd" {
   push          = "${local.image_upstream}/${local.image_path.etcd}"
   insecure      = true
   timeout       = "10m"
-  depends_on    = [wait_ready.registry["lab-upstream"]]
+  depends_on    = [module.registries]
 }
 
 task "image_build" "image_kube" {
@@ -241,7 +241,7 @@ task "image_build" "image_kube_proxy" {
   push       = "${local.image_upstream}/${local.image_path.kube_proxy}"
   insecure   = true
   timeout    = "10m"
-  depends_on = [wait_ready.registry["lab-upstream"]]
+  depends_on = [module.registries]
 }
 
 # /usr/bin is /bin in the base (merged /usr): a layer with its own bin/ directory would
@@ -276,7 +276,7 @@ task "image_build" "image_nginx" {
   push          = "${local.image_upstream}/${local.image_path.nginx}"
   insecure      = true
   timeout       = "10m"
-  depends_on    = [wait_ready.registry["lab-upstream"]]
+  depends_on    = [module.registries]
 }
 
 task "image_build" "image_prometheus" {
@@ -289,7 +289,7 @@ task "image_build" "image_prometheus" {
   push          = "${local.image_upstream}/${local.image_path.prometheus}"
   insecure      = true
   timeout       = "10m"
-  depends_on    = [wait_ready.registry["lab-upstream"]]
+  depends_on    = [module.registries]
 }
 
 # Debian's python3 is 3.11, so the Flask demo's base keeps the name flows/flask-import.hcl
@@ -301,7 +301,7 @@ task "image_build" "image_python" {
   push       = "${local.image_upstream}/${local.image_path.python}"
   insecure   = true
   timeout    = "10m"
-  depends_on = [wait_ready.registry["lab-upstream"]]
+  depends_on = [module.registries]
 }
 
 # --- the lab registry -------------------------------------------------------------------------
@@ -328,7 +328,7 @@ task "image_mirror" "lab" {
   naming     = "flatten"
   insecure   = true
   timeout    = "20m"
-  depends_on = [wait_ready.registry["lab-registry"]]
+  depends_on = [module.registries]
 }
 
 output "images" {
