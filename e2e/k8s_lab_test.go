@@ -3,12 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,27 +67,13 @@ func TestK8sLabKillAndResume(t *testing.T) {
 	teardown("karmada-local-lab-teardown.hcl")
 	teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
 
-	seed := uint64(defaultLabSeed)
-	if s, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (set E2E_SEED to repeat)", seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x8e5))
+	rng := seededRand(t, 0x8e5)
 	events := watchCreations(t, srv)
 	for trial := 1; trial <= k8sLabTrials; trial++ {
 		events.reset()
 		state := filepath.Join(t.TempDir(), fmt.Sprintf("k8s-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
-		finished := false
-		for kills := 1 + rng.IntN(2); kills > 0 && !finished; kills-- {
-			finished = killAtSeededMoment(t, tag, root, state, args, rng, k8sLabTimeout)
-			args = []string{"resume", "--state", state}
-		}
-		if !finished {
-			if r := runFlow(t, tag, root, k8sLabTimeout, args...); r.code != 0 {
-				t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
-			}
-		}
+		killAndResume(t, tag, root, state, args, rng, k8sLabTimeout)
 		checkK8sLab(t, srv, configDir, events.reset())
 		if trial < k8sLabTrials {
 			teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)

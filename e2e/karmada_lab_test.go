@@ -65,27 +65,13 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 	}
 	runTeardown()
 
-	seed := uint64(defaultLabSeed)
-	if s, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	rng := rand.New(rand.NewPCG(seed, seed^0xca11))
+	rng := seededRand(t, 0xca11)
 	events := watchCreations(t, srv)
 	for trial := 1; trial <= karmadaLabTrials; trial++ {
 		events.reset()
 		state := filepath.Join(t.TempDir(), fmt.Sprintf("karmada-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
-		// Each trial is SIGKILLed once or twice at seeded moments, resumed in between.
-		finished := false
-		for kills := 1 + rng.IntN(2); kills > 0 && !finished; kills-- {
-			finished = killAtSeededMoment(t, tag, root, state, args, rng, karmadaLabTimeout)
-			args = []string{"resume", "--state", state}
-		}
-		if !finished {
-			if r := runFlow(t, tag, root, karmadaLabTimeout, args...); r.code != 0 {
-				t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
-			}
-		}
+		killAndResume(t, tag, root, state, args, rng, karmadaLabTimeout)
 		checkKarmadaLab(t, configDir)
 		for name, n := range events.reset() {
 			if n > 1 {
@@ -94,6 +80,33 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 		}
 		runTeardown()
 		checkKarmadaLabGone(t, srv, configDir)
+	}
+}
+
+// seededRand is the trials' random source: E2E_SEED, else defaultLabSeed, logged so a
+// failure can be repeated; stream tells the tests' sequences apart.
+func seededRand(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
+	seed := uint64(defaultLabSeed)
+	if s, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (set E2E_SEED to repeat)", seed)
+	return rand.New(rand.NewPCG(seed, seed^stream))
+}
+
+// killAndResume runs flow with args, SIGKILLs it once or twice at seeded moments and
+// resumes it in between, then resumes it to the end unless a run finished first.
+func killAndResume(t *testing.T, tag, root, state string, args []string, rng *rand.Rand, timeout time.Duration) {
+	t.Helper()
+	for kills := 1 + rng.IntN(2); kills > 0; kills-- {
+		if killAtSeededMoment(t, tag, root, state, args, rng, timeout) {
+			return
+		}
+		args = []string{"resume", "--state", state}
+	}
+	if r := runFlow(t, tag, root, timeout, args...); r.code != 0 {
+		t.Fatalf("resume exited %d\n%s", r.code, r.desc)
 	}
 }
 
