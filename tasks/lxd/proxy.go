@@ -181,7 +181,8 @@ func (p *ProxyDevice) apply(ctx context.Context, env *tasks.Env, srv lxdclient.I
 		}
 	}
 	// The device being replaced may hold the address itself.
-	if checkHost && !(exists && have["listen"] == p.Listen) && addressInUse(listen.address) {
+	if checkHost && !(exists && have["listen"] == p.Listen) && addressInUse(listen.address) &&
+		!p.stopLostForkproxy(ctx, env, srv, listen) {
 		return false, fmt.Errorf("listen address %s is already in use", listen.address)
 	}
 	put := inst.Writable()

@@ -19,6 +19,7 @@ import (
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
 
+	"github.com/flowdev/flow/tasks/internal/hostport"
 	"github.com/flowdev/flow/tasks/process"
 )
 
@@ -150,7 +151,7 @@ func (p *Preflight) checkPorts(ctx context.Context, r *report, own *ownership) {
 	if len(p.Ports) == 0 {
 		return
 	}
-	ls, err := listeners()
+	ls, err := hostport.Listeners()
 	if err != nil {
 		r.problem("list listening sockets: %v", err)
 		return
@@ -160,22 +161,22 @@ func (p *Preflight) checkPorts(ctx context.Context, r *report, own *ownership) {
 		if ctx.Err() != nil {
 			return
 		}
-		i := slices.IndexFunc(ls, func(l listener) bool { return l.port == port && l.blocksLoopback() })
+		i := slices.IndexFunc(ls, func(l hostport.Listener) bool { return l.Port == port && l.BlocksLoopback() })
 		if i < 0 {
 			r.ok("port %d is free", port)
 			continue
 		}
-		pid := socketOwner(ls[i].inode)
-		argv := commandLine(pid)
+		pid := hostport.Owner(ls[i].Inode)
+		argv := hostport.CommandLine(pid)
 		switch {
 		case own != nil && own.proxies[port] != "" && len(argv) > 1 && argv[1] == "forkproxy":
 			r.ok("port %d is already the lab's: %s", port, own.proxies[port])
 		case pid != 0 && groups[mustGroup(pid)] != "":
 			r.ok("port %d is already the lab's: pid %d, of %s", port, pid, groups[mustGroup(pid)])
 		case pid == 0:
-			r.problem("port %d on %s is in use by a process flow cannot see (another user's?)", port, ls[i].ip)
+			r.problem("port %d on %s is in use by a process flow cannot see (another user's?)", port, ls[i].IP)
 		default:
-			r.problem("port %d on %s is held by pid %d (%s), which is not this lab's: stop it or change the port", port, ls[i].ip, pid, showCommand(argv))
+			r.problem("port %d on %s is held by pid %d (%s), which is not this lab's: stop it or change the port", port, ls[i].IP, pid, hostport.ShowCommand(argv))
 		}
 	}
 }

@@ -1,4 +1,8 @@
-package preflight
+// Package hostport finds who listens on a TCP port of this host: the listening sockets
+// from /proc/net/tcp and tcp6, the process holding a socket, and its command line. It
+// owns reading /proc; what to make of a holder (the lab's own, LXD's, a stranger) is
+// its callers' business (tasks/preflight, tasks/lxd).
+package hostport
 
 import (
 	"bufio"
@@ -12,16 +16,16 @@ import (
 	"strings"
 )
 
-// listener is a listening TCP socket of the host, from /proc/net/tcp or tcp6.
-type listener struct {
-	ip    net.IP
-	port  int
-	inode string
+// Listener is a listening TCP socket of the host, from /proc/net/tcp or tcp6.
+type Listener struct {
+	IP    net.IP
+	Port  int
+	Inode string
 }
 
-// listeners reads every listening TCP socket of the network namespace.
-func listeners() ([]listener, error) {
-	var all []listener
+// Listeners reads every listening TCP socket of the network namespace.
+func Listeners() ([]Listener, error) {
+	var all []Listener
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(name)
 		if os.IsNotExist(err) {
@@ -46,8 +50,8 @@ const tcpListen = "0A"
 // "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...",
 // where local_address is the address in hex, in host byte order per 32-bit word,
 // a colon and the port in hex.
-func parseProcNetTCP(b []byte) ([]listener, error) {
-	var out []listener
+func parseProcNetTCP(b []byte) ([]Listener, error) {
+	var out []Listener
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Scan() // header
 	for sc.Scan() {
@@ -64,7 +68,7 @@ func parseProcNetTCP(b []byte) ([]listener, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, listener{ip: ip, port: int(port), inode: f[9]})
+		out = append(out, Listener{IP: ip, Port: int(port), Inode: f[9]})
 	}
 	return out, sc.Err()
 }
@@ -81,16 +85,16 @@ func parseHexIP(s string) (net.IP, error) {
 	return net.IP(raw), nil
 }
 
-// blocksLoopback reports whether a listener keeps the lab from binding
+// BlocksLoopback reports whether a listener keeps the lab from binding
 // 127.0.0.1:port: it listens there, or on every address.
-func (l listener) blocksLoopback() bool {
-	return l.ip.IsUnspecified() || l.ip.Equal(net.IPv4(127, 0, 0, 1))
+func (l Listener) BlocksLoopback() bool {
+	return l.IP.IsUnspecified() || l.IP.Equal(net.IPv4(127, 0, 0, 1))
 }
 
-// socketOwner finds a process holding the socket inode open, by reading the
+// Owner finds a process holding the socket inode open, by reading the
 // /proc/PID/fd links ("socket:[INODE]"); 0 when none is visible (another user's
 // process without root, or a socket only the kernel holds).
-func socketOwner(inode string) int {
+func Owner(inode string) int {
 	want := "socket:[" + inode + "]"
 	pids, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range pids {
@@ -108,8 +112,8 @@ func socketOwner(inode string) int {
 	return 0
 }
 
-// commandLine returns pid's argv, or nil when the process is gone.
-func commandLine(pid int) []string {
+// CommandLine returns pid's argv, or nil when the process is gone.
+func CommandLine(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || len(b) == 0 {
 		return nil
@@ -117,9 +121,9 @@ func commandLine(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
-// showCommand shortens an argv for a message: the program's base name and at
+// ShowCommand shortens an argv for a message: the program's base name and at
 // most a few arguments.
-func showCommand(argv []string) string {
+func ShowCommand(argv []string) string {
 	if len(argv) == 0 {
 		return "(unknown command)"
 	}
@@ -129,4 +133,21 @@ func showCommand(argv []string) string {
 		s += " ..."
 	}
 	return s
+}
+
+// Holder returns the pid and command line of the process listening on port where it
+// would keep 127.0.0.1:port from being bound; pid 0 when nothing listens there or the
+// holder is not visible.
+func Holder(port int) (int, []string, error) {
+	ls, err := Listeners()
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, l := range ls {
+		if l.Port == port && l.BlocksLoopback() {
+			pid := Owner(l.Inode)
+			return pid, CommandLine(pid), nil
+		}
+	}
+	return 0, nil, nil
 }
