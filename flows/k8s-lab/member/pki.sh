@@ -5,33 +5,47 @@
 # bridge 10.1.0.1, the kubernetes Service 10.152.183.1 and its DNS names); its client
 # certificate for the kubelet; the service-account key pair; and one token per component
 # in the token file the API server reads. Prints DIR. Runs on the host (openssl).
+#
+# Every file is written under a temporary name and renamed into place, so a run killed
+# at any moment leaves whole files or none, and the next run completes the set.
 set -eu
 dir=$1 name=$2
 umask 077
 mkdir -p "$dir"
 cd "$dir"
-ssl() { openssl "$@" 2>/dev/null; }
-[ -s ca.key ] || ssl genrsa -out ca.key 2048
-[ -s ca.crt ] || ssl req -x509 -new -key ca.key -subj "/CN=flow-member-ca-$name" -days 3650 -out ca.crt
-cert() { # cert NAME SUBJECT [SANS]
-  [ -s "$1.crt" ] && return
-  ssl genrsa -out "$1.key" 2048
-  ssl req -new -key "$1.key" -subj "$2" -out "$1.csr"
+# ssl FILE COMMAND ARGS...: openssl COMMAND -out FILE.tmp ARGS, then FILE.tmp renamed to
+# FILE; nothing when FILE is already there. openssl's chatter is dropped, its errors are not.
+ssl() {
+  f=$1 cmd=$2; shift 2
+  [ -s "$f" ] && return 0
+  out=$(openssl "$cmd" -out "$f.tmp" "$@" 2>&1) || { echo "$out" >&2; return 1; }
+  mv "$f.tmp" "$f"
+}
+ssl ca.key genrsa 2048
+ssl ca.crt req -x509 -new -key ca.key -subj "/CN=flow-member-ca-$name" -days 3650
+cert() { # cert NAME SUBJECT [SANS]: a key and a certificate signed by the CA
+  [ -s "$1.crt" ] && return 0
+  ssl "$1.key" genrsa 2048
+  ssl "$1.csr" req -new -key "$1.key" -subj "$2"
   if [ -n "${3:-}" ]; then printf 'subjectAltName=%s\n' "$3" >"$1.ext"; else : >"$1.ext"; fi
-  ssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile "$1.ext" -out "$1.crt"
+  ssl "$1.crt" x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile "$1.ext"
   rm -f "$1.csr" "$1.ext"
 }
 cert apiserver "/CN=kube-apiserver" \
   "IP:127.0.0.1,IP:10.1.0.1,IP:10.152.183.1,DNS:localhost,DNS:$name,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-[ -s sa.key ] || ssl genrsa -out sa.key 2048
-[ -s sa.pub ] || ssl rsa -in sa.key -pubout -out sa.pub
-tok() { [ -s "token-$1" ] || openssl rand -hex 16 >"token-$1"; cat "token-$1"; }
+ssl sa.key genrsa 2048
+ssl sa.pub rsa -in sa.key -pubout
+tok() { # tok USER: USER's token, made once
+  [ -s "token-$1" ] || { openssl rand -hex 16 >"token-$1.tmp" && mv "token-$1.tmp" "token-$1"; }
+  cat "token-$1"
+}
 {
   printf '%s,admin,admin,system:masters\n' "$(tok admin)"
   printf '%s,system:node:%s,kubelet,system:nodes\n' "$(tok kubelet)" "$name"
   printf '%s,system:kube-proxy,kube-proxy\n' "$(tok kube-proxy)"
   printf '%s,system:kube-scheduler,kube-scheduler\n' "$(tok kube-scheduler)"
   printf '%s,system:kube-controller-manager,kube-controller-manager\n' "$(tok kube-controller-manager)"
-} >tokens.csv
+} >tokens.csv.tmp
+mv tokens.csv.tmp tokens.csv
 echo "$dir"
