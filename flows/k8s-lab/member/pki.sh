@@ -6,20 +6,22 @@
 # certificate for the kubelet; the service-account key pair; and one token per component
 # in the token file the API server reads. Prints DIR. Runs on the host (openssl).
 #
-# Every file is written under a temporary name and renamed into place, so a run killed
-# at any moment leaves whole files or none, and the next run completes the set.
+# Every file is written under a temporary name of this process's own and renamed into
+# place, so a run killed at any moment leaves whole files or none, and the next run
+# completes the set; an openssl that outlives a killed run writes only its own temporary
+# file, never one the next run renames.
 set -eu
 dir=$1 name=$2
 umask 077
 mkdir -p "$dir"
 cd "$dir"
-# ssl FILE COMMAND ARGS...: openssl COMMAND -out FILE.tmp ARGS, then FILE.tmp renamed to
+# ssl FILE COMMAND ARGS...: openssl COMMAND -out FILE.tmp.PID ARGS, then renamed to
 # FILE; nothing when FILE is already there. openssl's chatter is dropped, its errors are not.
 ssl() {
   f=$1 cmd=$2; shift 2
   [ -s "$f" ] && return 0
-  out=$(openssl "$cmd" -out "$f.tmp" "$@" 2>&1) || { echo "$out" >&2; return 1; }
-  mv "$f.tmp" "$f"
+  out=$(openssl "$cmd" -out "$f.tmp.$$" "$@" 2>&1) || { rm -f "$f.tmp.$$"; echo "$out" >&2; return 1; }
+  mv "$f.tmp.$$" "$f"
 }
 ssl ca.key genrsa 2048
 ssl ca.crt req -x509 -new -key ca.key -subj "/CN=flow-member-ca-$name" -days 3650
@@ -27,9 +29,9 @@ cert() { # cert NAME SUBJECT [SANS]: a key and a certificate signed by the CA
   [ -s "$1.crt" ] && return 0
   ssl "$1.key" genrsa 2048
   ssl "$1.csr" req -new -key "$1.key" -subj "$2"
-  if [ -n "${3:-}" ]; then printf 'subjectAltName=%s\n' "$3" >"$1.ext"; else : >"$1.ext"; fi
-  ssl "$1.crt" x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile "$1.ext"
-  rm -f "$1.csr" "$1.ext"
+  if [ -n "${3:-}" ]; then printf 'subjectAltName=%s\n' "$3" >"$1.ext.$$"; else : >"$1.ext.$$"; fi
+  ssl "$1.crt" x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 8)" -days 3650 -extfile "$1.ext.$$"
+  rm -f "$1.csr" "$1.ext.$$"
 }
 cert apiserver "/CN=kube-apiserver" \
   "IP:127.0.0.1,IP:10.1.0.1,IP:10.152.183.1,DNS:localhost,DNS:$name,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
@@ -37,7 +39,7 @@ cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-clien
 ssl sa.key genrsa 2048
 ssl sa.pub rsa -in sa.key -pubout
 tok() { # tok USER: USER's token, made once
-  [ -s "token-$1" ] || { openssl rand -hex 16 >"token-$1.tmp" && mv "token-$1.tmp" "token-$1"; }
+  [ -s "token-$1" ] || { openssl rand -hex 16 >"token-$1.tmp.$$" && mv "token-$1.tmp.$$" "token-$1"; }
   cat "token-$1"
 }
 {
@@ -46,6 +48,6 @@ tok() { # tok USER: USER's token, made once
   printf '%s,system:kube-proxy,kube-proxy\n' "$(tok kube-proxy)"
   printf '%s,system:kube-scheduler,kube-scheduler\n' "$(tok kube-scheduler)"
   printf '%s,system:kube-controller-manager,kube-controller-manager\n' "$(tok kube-controller-manager)"
-} >tokens.csv.tmp
-mv tokens.csv.tmp tokens.csv
+} >"tokens.csv.tmp.$$"
+mv "tokens.csv.tmp.$$" tokens.csv
 echo "$dir"
