@@ -43,8 +43,8 @@ properties:
   release: "$("$busybox" 2>&1 | head -1 | awk '{print $2}')"
 META
 tar --sort=name --mtime=@1700000000 --owner=0 --group=0 --numeric-owner \
-  -C "$work" -cf - metadata.yaml rootfs | gzip -n >"$out.tmp"
-mv "$out.tmp" "$out"
+  -C "$work" -cf - metadata.yaml rootfs | gzip -n >"$out.tmp.$$"
+mv "$out.tmp.$$" "$out"
 sha256sum "$out" | cut -d' ' -f1 >.lab/busybox.fingerprint
 echo "$want" >"$stamp"
 echo "$out"

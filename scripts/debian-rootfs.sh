@@ -50,8 +50,8 @@ mmdebstrap --quiet --format=tar --variant="$variant" "${include[@]}" \
   --dpkgopt='path-exclude=/usr/share/{doc,man,info,locale}/*' \
   --dpkgopt='path-include=/usr/share/locale/locale.alias' \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-  "$suite" "$out.tmp" "${sources[@]}" >&2
-mv "$out.tmp" "$out"
+  "$suite" "$out.tmp.$$" "${sources[@]}" >&2
+mv "$out.tmp.$$" "$out"
 echo "$(date -u +%FT%TZ) rootfs $name $((SECONDS - start))s" >>"$cache/build-times.log"
 log "built $out in $((SECONDS - start))s"
 echo "$out"

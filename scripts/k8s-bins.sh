@@ -24,7 +24,7 @@ timed_build() { # timed_build NAME OUT BUILD-COMMAND...
   local start=$SECONDS
   log "building $name (this takes minutes, once per version)"
   "$@" || fail "building $name failed"
-  mv "$out.tmp" "$out"
+  mv "$out.tmp.$$" "$out"
   echo "$(date -u +%FT%TZ) $name $((SECONDS - start))s" >>"$CACHE/build-times.log"
   log "built $name in $((SECONDS - start))s"
 }
@@ -91,7 +91,7 @@ import (
     local out="$CACHE/$cmd-$K8S_VERSION"
     [ -x "$out" ] && continue
     timed_build "$cmd $K8S_VERSION" "$out" \
-      bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp' k8s.io/kubernetes/cmd/$cmd"
+      bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp.$$' k8s.io/kubernetes/cmd/$cmd"
   done
 }
 
@@ -119,7 +119,7 @@ EOF
     local out="$CACHE/$name-$KARMADA_VERSION"
     [ -x "$out" ] && continue
     timed_build "$name $KARMADA_VERSION" "$out" \
-      bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp' github.com/karmada-io/karmada/$pkg"
+      bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp.$$' github.com/karmada-io/karmada/$pkg"
   done
   # Karmada's CRDs ship in the module; the karmada-apiserver is a plain
   # kube-apiserver with these applied.
@@ -128,7 +128,7 @@ EOF
     local src
     src="$(cd "$dir" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)/charts/karmada/_crds/bases"
     [ -d "$src" ] || fail "no CRDs at $src"
-    rm -rf "$crds.tmp" && cp -r "$src" "$crds.tmp" && chmod -R u+w "$crds.tmp" && mv "$crds.tmp" "$crds"
+    rm -rf "$crds.tmp.$$" && cp -r "$src" "$crds.tmp.$$" && chmod -R u+w "$crds.tmp.$$" && mv "$crds.tmp.$$" "$crds"
   fi
   # The same CRDs as `karmadactl init --crds` takes them offline: crds/bases and
   # crds/patches in a tar.gz (its default is a download from the release).
@@ -136,8 +136,8 @@ EOF
   if [ ! -f "$tgz" ]; then
     local charts
     charts="$(cd "$dir" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)/charts/karmada"
-    tar -C "$charts" --transform 's,^_crds,crds,' --owner=0 --group=0 --mode=u+w -czf "$tgz.tmp" _crds/bases _crds/patches &&
-      mv "$tgz.tmp" "$tgz" || fail "packing Karmada's CRDs"
+    tar -C "$charts" --transform 's,^_crds,crds,' --owner=0 --group=0 --mode=u+w -czf "$tgz.tmp.$$" _crds/bases _crds/patches &&
+      mv "$tgz.tmp.$$" "$tgz" || fail "packing Karmada's CRDs"
   fi
 }
 
@@ -155,7 +155,7 @@ coredns_build() {
       fail "resolving github.com/coredns/coredns $COREDNS_VERSION"
   fi
   timed_build "coredns $COREDNS_VERSION" "$out" \
-    bash -c "cd '$dir' && go build -trimpath -ldflags '-s -w' -o '$out.tmp' github.com/coredns/coredns"
+    bash -c "cd '$dir' && go build -trimpath -ldflags '-s -w' -o '$out.tmp.$$' github.com/coredns/coredns"
 }
 
 k8s_build

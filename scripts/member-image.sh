@@ -43,8 +43,8 @@ properties:
   release: bookworm
 META
 # Uncompressed: LXD reads a plain tarball, and gzip of ~800 MB costs more than it saves here.
-tar --sort=name --mtime=@1700000000 --numeric-owner -C "$work" -cf "$out.tmp" metadata.yaml rootfs
-mv "$out.tmp" "$out"
+tar --sort=name --mtime=@1700000000 --numeric-owner -C "$work" -cf "$out.tmp.$$" metadata.yaml rootfs
+mv "$out.tmp.$$" "$out"
 echo "$want" >"$stamp"
 echo "member-image: built $out in $((SECONDS - start))s" >&2
 echo "$out"

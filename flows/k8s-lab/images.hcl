@@ -97,7 +97,8 @@ task "exec" "image_rootfs" {
     gz=.lab/images/rootfs/$(basename "$tar").gz
     if [ ! -s "$gz" ]; then
       mkdir -p .lab/images/rootfs
-      gzip -1 -n -c "$tar" >"$gz.tmp" && mv "$gz.tmp" "$gz"
+      tmp=$(mktemp "$gz.XXXXXX") # its own: a gzip that outlived a killed run writes elsewhere
+      gzip -1 -n -c "$tar" >"$tmp" && mv "$tmp" "$gz"
     fi
     echo "$PWD/$gz"
   EOT
