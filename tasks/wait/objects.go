@@ -94,13 +94,18 @@ type event struct {
 	FirstTimestamp metav1.Time      `json:"firstTimestamp,omitempty"`
 }
 
-// when is the latest time an event says it happened.
+// when is the latest time an event says it happened. The object's creation time counts
+// only when the event gives none: a recorder may create an event after the fact (and
+// within the same second as a later one), so it would misorder them.
 func (e *event) when() metav1.Time {
-	t := e.CreationTimestamp
+	var t metav1.Time
 	for _, c := range []metav1.Time{e.FirstTimestamp, {Time: e.EventTime.Time}, e.LastTimestamp} {
 		if t.Before(&c) {
 			t = c
 		}
+	}
+	if t.IsZero() {
+		return e.CreationTimestamp
 	}
 	return t
 }
