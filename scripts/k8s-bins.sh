@@ -130,13 +130,14 @@ EOF
     [ -d "$src" ] || fail "no CRDs at $src"
     rm -rf "$crds.tmp.$$" && cp -r "$src" "$crds.tmp.$$" && chmod -R u+w "$crds.tmp.$$" && mv "$crds.tmp.$$" "$crds"
   fi
-  # The same CRDs as `karmadactl init --crds` takes them offline: crds/bases and
-  # crds/patches in a tar.gz (its default is a download from the release).
+  # The same CRDs as `karmadactl init --crds` takes them offline: crds/ with bases/ and
+  # patches/ in a tar.gz, a directory entry for every level (init's unpacking makes each
+  # directory with mkdir, not mkdir -p); its default is a download from the release.
   local tgz="$CACHE/karmada-crds-$KARMADA_VERSION.tar.gz"
   if [ ! -f "$tgz" ]; then
     local charts
     charts="$(cd "$dir" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)/charts/karmada"
-    tar -C "$charts" --transform 's,^_crds,crds,' --owner=0 --group=0 --mode=u+w -czf "$tgz.tmp.$$" _crds/bases _crds/patches &&
+    tar -C "$charts" --transform 's,^_crds,crds,' --owner=0 --group=0 --mode=u+w -czf "$tgz.tmp.$$" _crds &&
       mv "$tgz.tmp.$$" "$tgz" || fail "packing Karmada's CRDs"
   fi
 }
