@@ -40,10 +40,10 @@ for m in ("member1", "member2", "member3"):
 for rep in $(seq "$REPS"); do
   echo "# repetition $rep"
   teardown
-  timed "teardown of the finished lab" teardown
   timed "cold (caches warm, images imported)" "$FLOW" run flows/k8s-lab --new --state "$WORK/cold.db"
   milestones "$WORK/cold.db"
-  timed "run again on the finished lab" "$FLOW" run flows/k8s-lab --state "$WORK/cold.db"
+  timed "run again on the finished lab" "$FLOW" run flows/k8s-lab --new --state "$WORK/cold.db"
   echo "# at rest, ${IDLE}s after the run"
   bash scripts/lab-usage.sh "$IDLE" member1 member2 member3 lab-registry lab-upstream
+  timed "teardown of the finished lab" teardown
 done
