@@ -24,23 +24,35 @@ import (
 
 // The Kubernetes lab (flows/k8s-lab) for real: members that are single-node clusters in
 // LXD (containerd, kubelet, kube-proxy, CoreDNS), images built here and mirrored into the
-// lab registry, workloads running. Each trial starts from nothing, is SIGKILLed once or
-// twice at seeded moments and resumed; then every node must be Ready, the web pods Running
-// in every member and answering through kube-proxy, and no instance created twice. After
-// the last trial the follow-on flows run on the lab as a user runs them (Prometheus through
-// 9091, the Flask image imported into containerd and answering from its pod), and the
-// teardown must leave nothing behind.
+// lab registry, workloads running, and Karmada installed by the real `karmadactl init` in
+// a fourth cluster, two members joined in push mode and one registered in pull mode, nginx
+// propagated to all three. Each trial starts from nothing, is SIGKILLed and resumed: the
+// first inside `karmadactl init`, the second inside a `karmadactl join`, the third once or
+// twice at seeded moments; then every node must be Ready, the web pods Running in every
+// member and answering through kube-proxy, the Clusters Ready in their modes, nginx in
+// every member, and no instance created twice. After the last trial the follow-on flows
+// run on the lab as a user runs them (the failover drill, Prometheus through 9091, the
+// Flask image imported into containerd and answering from its pod), and the teardown must
+// leave nothing behind.
 
 const (
-	k8sLabTimeout = 20 * time.Minute
+	k8sLabTimeout = 25 * time.Minute
 	k8sLabTrials  = 3
 )
 
 var (
-	k8sLabInstances = []string{"lab-registry", "lab-upstream", "member1", "member2", "member3"}
-	k8sLabWebPorts  = map[string]int{"member1": 18441, "member2": 18442, "member3": 18444}
-	podsResource    = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	nodesResource   = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	k8sLabInstances = []string{"karmada-host", "lab-registry", "lab-upstream", "member1", "member2", "member3"}
+	// The trials' kills: the first two inside these tasks, a seeded moment after each starts.
+	k8sLabKillInside = []struct {
+		address  string
+		maxDelay time.Duration
+	}{
+		{"module.karmada.karmadactl_init.karmada", 40 * time.Second},
+		{`module.karmada.karmadactl_join.push["member1"]`, 2 * time.Second},
+	}
+	k8sLabWebPorts = map[string]int{"member1": 18441, "member2": 18442, "member3": 18444}
+	podsResource   = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodesResource  = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 )
 
 func TestK8sLabKillAndResume(t *testing.T) {
@@ -73,12 +85,19 @@ func TestK8sLabKillAndResume(t *testing.T) {
 		events.reset()
 		state := filepath.Join(t.TempDir(), fmt.Sprintf("k8s-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
-		killAndResume(t, tag, root, state, args, rng, k8sLabTimeout)
+		if trial <= len(k8sLabKillInside) {
+			k := k8sLabKillInside[trial-1]
+			killInside(t, tag, root, state, args, k.address, k.maxDelay, rng, k8sLabTimeout)
+		} else {
+			killAndResume(t, tag, root, state, args, rng, k8sLabTimeout)
+		}
 		checkK8sLab(t, srv, configDir, events.reset())
+		checkKarmadaOnK8sLab(t, configDir)
 		if trial < k8sLabTrials {
 			teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
 		}
 	}
+	checkFailoverDrill(t, tag, root, configDir)
 	checkMonitoring(t, tag, root, configDir)
 	checkFlaskRuns(t, tag, root, configDir)
 	teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
@@ -201,12 +220,12 @@ func checkK8sLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir strin
 			t.Errorf("instance %s survived the teardown", n)
 		}
 	}
-	for _, profile := range []string{"flow-member", "flow-lab-registry"} {
+	for _, profile := range []string{"flow-member", "flow-karmada-host", "flow-lab-registry"} {
 		if _, _, err := srv.GetProfile(profile); err == nil {
 			t.Errorf("profile %s survived the teardown", profile)
 		}
 	}
-	for _, port := range []int{16441, 16442, 16444, 32000, 15000, 18441, 9091, 15001} {
+	for _, port := range []int{16441, 16442, 16443, 16444, 32000, 32443, 15000, 18441, 9091, 15001} {
 		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
 			c.Close()
 			t.Errorf("port %d still accepts connections after the teardown", port)

@@ -1,12 +1,17 @@
-# failover-drill.hcl — the seed's failover drill: a Deployment divided among the members by
-# the seed's Weighted failover policy, then one member is drained (cordoned and tainted
-# NoExecute) and the flow waits until Karmada has moved its replicas to the others; then
-# the member is restored, the workload is rebalanced onto it again and the flow waits until
-# every member runs its share. Needs flows/lab.hcl to have run.
+# failover-drill.hcl — the seed's failover drill (seed 003): a Deployment placed by the
+# seed's priority failover policy (static weights 1/0/0, spread over at most one cluster,
+# member clusters' NotReady/unreachable taints tolerated for toleration_seconds), so all its
+# replicas run in one member; that member is cordoned and given the drill's NoExecute
+# taint, which the policy tolerates as long as a failing member; once the toleration is up
+# Karmada evicts the replicas and they move to the next cluster. Then the member is
+# uncordoned, its taint removed, the workload rescheduled, and its replicas come back. The
+# ResourceBinding's placement is printed before, during and after.
+# Needs flows/lab.hcl (or flows/k8s-lab) to have run, with the Failover feature gate on
+# (flows/modules/karmada sets it).
 #
 #   sudo flow run flows/failover-drill.hcl --state .flow/failover-drill.db
-#   sudo flow run flows/failover-drill.hcl --state .flow/failover-drill.db --var drain=member3
 #   sudo flow resume --state .flow/failover-drill.db  # after an interruption or a failure
+#   flow run flows/failover-drill.hcl --var-file flows/k8s-lab/vars/failover-drill.hcl  # the local lab
 #   docs/flows/failover-drill.md         # variables, re-runs, cleaning up
 #
 # Run it whole: a run stopped between drain and restore leaves the member cordoned and
@@ -14,14 +19,14 @@
 
 variable "weights" {
   type        = map(number)
-  default     = { member1 = 1, member2 = 1, member3 = 1 }
-  description = "Members the workload is divided among, each with its static weight."
+  default     = { member1 = 1, member2 = 0, member3 = 0 }
+  description = "The members the policy may place the workload in, each with its static weight: the seed's priority order 1/0/0 (a weight of 0 is left out of the policy, as Karmada wants)."
 }
 
 variable "drain" {
   type        = string
-  default     = "member2"
-  description = "The member drained by the drill; one of the keys of weights."
+  default     = "member1"
+  description = "The member drained by the drill: the one the workload runs in, the seed's primary."
 }
 
 variable "name" {
@@ -49,7 +54,7 @@ variable "replicas" {
 variable "toleration_seconds" {
   type        = number
   default     = 60
-  description = "How long a NotReady/unreachable member, or an unhealthy application, is tolerated before its replicas move."
+  description = "How long a NotReady/unreachable (or drained) member, or an unhealthy application, is tolerated before its replicas move."
 }
 
 variable "grace_period_seconds" {
@@ -60,8 +65,8 @@ variable "grace_period_seconds" {
 
 variable "move_timeout" {
   type        = number
-  default     = 300
-  description = "Seconds to wait for the replicas to leave the drained member, and to come back."
+  default     = 60
+  description = "Seconds beyond toleration_seconds the replicas may take to leave the drained member, and to come back."
 }
 
 variable "taint_key" {
@@ -87,28 +92,19 @@ variable "karmadactl_path" {
   default = "/usr/local/bin/karmadactl"
 }
 
-variable "kubectl" {
-  type        = string
-  default     = "microk8s kubectl"
-  description = "kubectl command line for the polling script; the host MicroK8s's kubectl by default."
-}
-
 locals {
   karmada_kubeconfig = "${var.karmada_data}/karmada-apiserver.config"
   members            = toset(keys(var.weights))
   # Indexing weights fails validation, naming drain, when it is not one of the members.
-  drained   = var.weights[var.drain] > 0 ? var.drain : var.drain
-  remaining = setsubtract(local.members, [local.drained])
+  drained = var.weights[var.drain] >= 0 ? var.drain : var.drain
   # Karmada names a workload's ResourceBinding NAME-KIND.
-  binding = "${var.name}-deployment"
-  scripts = "${path.flow}/lab"
-  script_env = {
-    KARMADACTL = var.karmadactl_path
-    KUBECTL    = var.kubectl
-  }
+  binding    = "${var.name}-deployment"
+  scripts    = "${path.flow}/lab"
+  script_env = { KARMADACTL = var.karmadactl_path }
+  move_wait  = "${var.toleration_seconds + var.move_timeout}s"
 }
 
-# --- the workload, spread by weight --------------------------------------------------------
+# --- the workload, in the primary member ----------------------------------------------------
 
 task "k8s_apply" "workload" {
   kubeconfig = local.karmada_kubeconfig
@@ -120,62 +116,57 @@ task "k8s_apply" "workload" {
     weights              = var.weights
     toleration_seconds   = var.toleration_seconds
     grace_period_seconds = var.grace_period_seconds
+    taint_key            = var.taint_key
   })
 }
 
-task "wait_ready" "scheduled" {
-  kind         = "condition"
-  kubeconfig   = local.karmada_kubeconfig
-  api_version  = "work.karmada.io/v1alpha2"
-  object_kind  = "ResourceBinding"
+task "wait_ready" "before" {
+  description       = "The replicas are placed in the member to drain."
+  kind              = "karmada_placement"
+  kubeconfig        = local.karmada_kubeconfig
+  namespace         = var.namespace
+  name              = local.binding
+  placement_present = [local.drained]
+  wait_timeout      = "2m"
+  depends_on        = [k8s_apply.workload]
+}
+
+task "wait_ready" "running_before" {
+  kind         = "deployment"
+  kubeconfig   = "${var.config_dir}/${local.drained}.config"
   namespace    = var.namespace
-  name         = local.binding
-  condition    = "Scheduled"
-  wait_timeout = "2m"
-  depends_on   = [k8s_apply.workload]
+  name         = var.name
+  interval     = "2s"
+  wait_timeout = "5m"
+  depends_on   = [wait_ready.before]
 }
 
-module "before" {
-  source     = "./modules/deployment-ready"
-  members    = local.members
-  name       = var.name
-  namespace  = var.namespace
-  config_dir = var.config_dir
-  depends_on = [wait_ready.scheduled]
-}
-
-# --- drain one member, wait for its replicas to move ------------------------------------------
+# --- drain it: the replicas move once the toleration is up ----------------------------------
 
 task "exec" "drain" {
   command    = ["sh", "${local.scripts}/drill-cluster.sh", "drain", local.drained, local.karmada_kubeconfig, var.taint_key]
   env        = local.script_env
-  depends_on = [module.before]
+  depends_on = [wait_ready.running_before]
 }
 
-# Not a wait_ready: the binding's Scheduled condition stays True while its list of clusters
-# changes, so the script polls the list itself (see flows/lab/wait-binding.sh).
-task "exec" "moved_off" {
-  command    = ["sh", "${local.scripts}/wait-binding.sh", local.karmada_kubeconfig, var.namespace, local.binding, local.drained, "absent", tostring(var.move_timeout)]
-  env        = local.script_env
-  timeout    = "${var.move_timeout + 60}s"
-  depends_on = [exec.drain]
+task "wait_ready" "moved_off" {
+  description       = "Karmada evicts the replicas from the drained member once its taint's toleration is up."
+  kind              = "karmada_placement"
+  kubeconfig        = local.karmada_kubeconfig
+  namespace         = var.namespace
+  name              = local.binding
+  placement_absent  = [local.drained]
+  interval          = "2s"
+  wait_timeout      = local.move_wait
+  depends_on        = [exec.drain]
 }
 
-module "during" {
-  source     = "./modules/deployment-ready"
-  members    = local.remaining
-  name       = var.name
-  namespace  = var.namespace
-  config_dir = var.config_dir
-  depends_on = [exec.moved_off]
-}
-
-# --- restore it, rebalance, wait until every member runs its share again ------------------
+# --- restore it and reschedule: the replicas come back ----------------------------------------
 
 task "exec" "restore" {
   command    = ["sh", "${local.scripts}/drill-cluster.sh", "restore", local.drained, local.karmada_kubeconfig, var.taint_key]
   env        = local.script_env
-  depends_on = [module.during]
+  depends_on = [wait_ready.moved_off]
 }
 
 task "wait_ready" "cluster_ready" {
@@ -186,8 +177,8 @@ task "wait_ready" "cluster_ready" {
   depends_on   = [exec.restore]
 }
 
-# Replicas do not return by themselves: Karmada reschedules a Divided workload only when it
-# changes. A WorkloadRebalancer asks for a fresh division over the members allowed now.
+# Replicas do not return by themselves: Karmada keeps a placement that still works. A
+# WorkloadRebalancer asks for a fresh one, in which the primary member wins again.
 task "k8s_apply" "rebalance" {
   kubeconfig = local.karmada_kubeconfig
   content = templatefile("${local.scripts}/workload-rebalancer.yaml.tftpl", {
@@ -198,26 +189,43 @@ task "k8s_apply" "rebalance" {
   depends_on = [wait_ready.cluster_ready]
 }
 
-task "exec" "moved_back" {
-  command    = ["sh", "${local.scripts}/wait-binding.sh", local.karmada_kubeconfig, var.namespace, local.binding, local.drained, "present", tostring(var.move_timeout)]
-  env        = local.script_env
-  timeout    = "${var.move_timeout + 60}s"
-  depends_on = [k8s_apply.rebalance]
+task "wait_ready" "moved_back" {
+  kind              = "karmada_placement"
+  kubeconfig        = local.karmada_kubeconfig
+  namespace         = var.namespace
+  name              = local.binding
+  placement_present = [local.drained]
+  interval          = "2s"
+  wait_timeout      = local.move_wait
+  depends_on        = [k8s_apply.rebalance]
 }
 
-module "after" {
-  source     = "./modules/deployment-ready"
-  members    = local.members
-  name       = var.name
-  namespace  = var.namespace
-  config_dir = var.config_dir
-  depends_on = [exec.moved_back]
+task "wait_ready" "running_after" {
+  kind         = "deployment"
+  kubeconfig   = "${var.config_dir}/${local.drained}.config"
+  namespace    = var.namespace
+  name         = var.name
+  interval     = "2s"
+  wait_timeout = "5m"
+  depends_on   = [wait_ready.moved_back]
 }
 
-output "moved_off" {
-  value = exec.moved_off.stdout
+output "placement_before" {
+  description = "The ResourceBinding's placement before the drill: replicas by member."
+  value       = wait_ready.before.placement
 }
 
-output "moved_back" {
-  value = exec.moved_back.stdout
+output "placement_during" {
+  description = "Its placement once the replicas left the drained member."
+  value       = wait_ready.moved_off.placement
+}
+
+output "placement_after" {
+  description = "Its placement after the member was restored and the workload rescheduled."
+  value       = wait_ready.moved_back.placement
+}
+
+output "moved_off_after" {
+  description = "How long after the drain the replicas had left the member (toleration_seconds, then Karmada's eviction)."
+  value       = wait_ready.moved_off.elapsed
 }

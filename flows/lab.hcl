@@ -3,7 +3,9 @@
 # (localhost:32000), and three member clusters, each MicroK8s in an LXD container, reached
 # from the host through LXD proxy devices on 127.0.0.1:16441/16442/16444 (16443 inside).
 # Every image `karmadactl init` deploys is mirrored into the host registry first, so init
-# pulls nothing from the internet; then the members are joined in push mode.
+# pulls nothing from the internet; then flows/modules/karmada (the phase the local lab
+# flows/k8s-lab runs too) installs Karmada, joins member1 and member2 in push mode,
+# registers member3 in pull mode and propagates nginx to all three.
 #
 #   sudo flow run flows/lab.hcl --state .flow/lab.db   # as root; 20-30 minutes on a fresh server
 #   sudo flow resume --state .flow/lab.db              # after Ctrl-C, a kill or a failed step
@@ -72,6 +74,18 @@ variable "karmada_data" {
   description = "karmadactl init's data directory: certificates and karmada-apiserver.config."
 }
 
+variable "pull_members" {
+  type        = list(string)
+  default     = ["member3"]
+  description = "Members registered in pull mode (karmada-agent runs in them); the others are joined in push mode."
+}
+
+variable "etcd_data" {
+  type        = string
+  default     = "/var/lib/karmada-etcd"
+  description = "Where Karmada's etcd keeps its data on the host (init's --etcd-data, hostPath mode)."
+}
+
 variable "config_dir" {
   type        = string
   default     = "/root"
@@ -81,15 +95,16 @@ variable "config_dir" {
 locals {
   # The host MicroK8s's admin kubeconfig: karmadactl init deploys Karmada into it.
   host_kubeconfig = "/var/snap/microk8s/current/credentials/client.config"
+  push_members    = sort(setsubtract(keys(var.members), var.pull_members))
   member_api_port = 16443
 
   # Every image karmadactl v1.13.0's init deploys (pkg/karmadactl/cmdinit/kubernetes/deploy.go):
-  # the four Karmada components, kube-apiserver (as karmada-apiserver) and
+  # the four Karmada components and karmada-agent (pull mode), kube-apiserver (as karmada-apiserver) and
   # kube-controller-manager at kube_version, etcd, and alpine for etcd's init container.
   # With --private-image-registry=REGISTRY, init names each one REGISTRY/LAST-PATH-ELEMENT,
   # which is image_mirror's "flatten" naming.
   karmada_images = [
-    for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver"] :
+    for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver", "karmada-agent"] :
     "docker.io/karmada/${c}:${var.karmada_version}"
   ]
   kube_images = [
@@ -329,20 +344,6 @@ task "lxd_exec" "address" {
   depends_on = [lxd_exec.microk8s_ready[each.key]]
 }
 
-# For Karmada: join records the kubeconfig's server as the Cluster's apiEndpoint, and
-# karmada-controller-manager, a pod in the host MicroK8s, would reach its own loopback at
-# 127.0.0.1:PORT. The container's lxdbr0 address is reachable from pods (through the host)
-# and is in the certificate MicroK8s made for its API server.
-task "kubeconfig" "join" {
-  for_each     = var.members
-  content      = lxd_exec.microk8s_config[each.key].stdout
-  server       = "https://${lxd_exec.address[each.key].stdout}:${local.member_api_port}"
-  cluster_name = each.key
-  context_name = each.key
-  user_name    = each.key
-  path         = "${var.config_dir}/.flow-lab/${each.key}.join.config"
-}
-
 task "wait_ready" "nodes" {
   for_each     = var.members
   kind         = "nodes"
@@ -351,43 +352,27 @@ task "wait_ready" "nodes" {
   wait_timeout = "10m"
 }
 
-# --- Karmada ---------------------------------------------------------------------------------
+# --- Karmada: the phase flows/k8s-lab runs on our own member image ---------------------------
 
-# Every image from the lab registry (mirrored above). init cannot be re-run over a half-done
-# attempt; the task runs `karmadactl deinit` first when it finds one.
-task "karmadactl_init" "karmada" {
-  karmadactl             = var.karmadactl_path
-  karmadactl_version     = var.karmada_version
-  kubeconfig             = local.host_kubeconfig
-  karmada_data           = var.karmada_data
-  private_image_registry = var.registry
-  kube_image_tag         = var.kube_version
-  wait_timeout           = "10m"
-  timeout                = "30m"
-  depends_on             = [exec.karmadactl, image_mirror.karmada]
-}
-
-task "karmadactl_join" "member" {
-  for_each           = var.members
+# Karmada's controllers run as pods in the host MicroK8s: a push member's kubeconfig server,
+# 127.0.0.1:PORT, would be their own loopback, so each Cluster's apiEndpoint is the member
+# container's lxdbr0 address, which pods reach (through the host) and MicroK8s's certificate
+# holds. karmada-agent in a pull member reaches the host's address, which init publishes.
+module "karmada" {
+  source             = "./modules/karmada"
   karmadactl         = var.karmadactl_path
   karmadactl_version = var.karmada_version
-  cluster            = each.key
-  kubeconfig         = karmadactl_init.karmada.kubeconfig
-  cluster_kubeconfig = kubeconfig.join[each.key].path
-  timeout            = "5m"
-  depends_on         = [wait_ready.nodes[each.key]]
-  retry {
-    attempts = 3
-    delay    = "10s"
-  }
-}
-
-task "wait_ready" "clusters" {
-  kind         = "karmada_clusters"
-  kubeconfig   = karmadactl_init.karmada.kubeconfig
-  clusters     = [for m, j in karmadactl_join.member : j.cluster]
-  interval     = "2s"
-  wait_timeout = "5m"
+  host_kubeconfig    = local.host_kubeconfig
+  karmada_data       = var.karmada_data
+  etcd_data          = var.etcd_data
+  registry           = var.registry
+  kube_image_tag     = var.kube_version
+  push_members       = local.push_members
+  pull_members       = var.pull_members
+  kubeconfigs        = { for m, k in kubeconfig.member : m => k.path }
+  api_endpoints      = { for m in local.push_members : m => "https://${lxd_exec.address[m].stdout}:${local.member_api_port}" }
+  nginx_clusters     = sort(keys(var.members))
+  depends_on         = [exec.karmadactl, image_mirror.karmada, wait_ready.nodes]
 }
 
 output "kubeconfigs" {
@@ -397,9 +382,13 @@ output "kubeconfigs" {
 
 output "karmada_kubeconfig" {
   description = "The Karmada API server's kubeconfig, written by karmadactl init."
-  value       = karmadactl_init.karmada.kubeconfig
+  value       = module.karmada.kubeconfig
 }
 
 output "clusters" {
-  value = wait_ready.clusters.clusters
+  value = module.karmada.clusters
+}
+
+output "nginx" {
+  value = module.karmada.nginx
 }

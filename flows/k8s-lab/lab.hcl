@@ -19,6 +19,18 @@ variable "members" {
   description = "Member containers and the host port forwarded to each one's API server (16443 inside)."
 }
 
+variable "host_cluster" {
+  type        = string
+  default     = "karmada-host"
+  description = "The host cluster's container: a fourth cluster from the member image (the seed's host MicroK8s), where karmadactl init installs Karmada."
+}
+
+variable "host_port" {
+  type        = number
+  default     = 16443
+  description = "Host port forwarded to the host cluster's API server (16443, as the seed's host MicroK8s)."
+}
+
 variable "config_dir" {
   type        = string
   default     = ""
@@ -53,6 +65,8 @@ locals {
   root       = dirname(dirname(path.flow)) # the repository: scripts/, cmd/, .lab/
   member_dir = "${path.flow}/member"
   config_dir = var.config_dir != "" ? var.config_dir : "${local.root}/.lab/k8s-lab"
+  # Every cluster of the lab: the members and the host cluster, each from the member image.
+  clusters = merge(var.members, { (var.host_cluster) = var.host_port })
 }
 
 task "exec" "bins" {
@@ -65,9 +79,9 @@ task "exec" "bins" {
 
 task "preflight" "lab" {
   description      = "Before anything is created: LXD, nesting and privileged containers, the host ports (free or already the lab's), disk and memory."
-  ports            = concat(values(var.members), [var.registry_port, var.upstream_port], values(var.web_ports))
-  instances        = concat(keys(var.members), keys(local.registries))
+  ports            = concat(values(local.clusters), [var.registry_port, var.upstream_port, var.karmada_port], values(var.web_ports))
+  instances        = concat(keys(local.clusters), keys(local.registries))
   privileged       = true
   min_free_disk_mb = 8192
-  min_memory_mb    = 3072
+  min_memory_mb    = 6144
 }

@@ -1,4 +1,4 @@
-# The members: one LXD container each, launched from the member image, given its own PKI,
+# The clusters (the members and the host cluster): one LXD container each, launched from the member image, given its own PKI,
 # its Kubernetes started inside, its API server forwarded to the host and the registry
 # forwarded in, then waited on until the node is Ready and cluster DNS answers.
 
@@ -32,20 +32,20 @@ task "lxd_profile" "member" {
 }
 
 task "lxd_launch" "member" {
-  for_each = var.members
+  for_each = local.clusters
   name     = each.key
   image    = lxd_image_import.member.alias
-  profiles = ["default", lxd_profile.member.name]
+  profiles = each.key == var.host_cluster ? ["default", lxd_profile.member.name, lxd_profile.karmada_host.name] : ["default", lxd_profile.member.name]
   wait_for = ["test", "-e", "/run/flow-member-init.done"]
 }
 
 task "exec" "member_pki" {
-  for_each = var.members
+  for_each = local.clusters
   command  = ["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key]
 }
 
 task "lxd_file_push" "member_pki" {
-  for_each    = var.members
+  for_each    = local.clusters
   instance    = lxd_launch.member[each.key].name
   source      = exec.member_pki[each.key].stdout
   destination = "/var/lib/k8s/pki"
@@ -54,7 +54,7 @@ task "lxd_file_push" "member_pki" {
 }
 
 task "lxd_file_push" "member_scripts" {
-  for_each    = var.members
+  for_each    = local.clusters
   instance    = lxd_launch.member[each.key].name
   source      = local.member_dir
   destination = "/opt/flow-member"
@@ -63,7 +63,7 @@ task "lxd_file_push" "member_scripts" {
 
 # MicroK8s's convention: localhost:32000 inside the member is the host's registry.
 task "proxy_device" "member_registry" {
-  for_each = var.members
+  for_each = local.clusters
   instance = lxd_launch.member[each.key].name
   name     = "registry"
   bind     = "instance"
@@ -72,14 +72,14 @@ task "proxy_device" "member_registry" {
 }
 
 task "lxd_exec" "member_up" {
-  for_each   = var.members
+  for_each   = local.clusters
   instance   = lxd_launch.member[each.key].name
   command    = ["sh", "${lxd_file_push.member_scripts[each.key].destination}/up.sh"]
   depends_on = [lxd_file_push.member_pki[each.key]]
 }
 
 task "proxy_device" "member_api" {
-  for_each   = var.members
+  for_each   = local.clusters
   instance   = lxd_launch.member[each.key].name
   name       = "api"
   listen     = "tcp:127.0.0.1:${each.value}"
@@ -90,7 +90,7 @@ task "proxy_device" "member_api" {
 # As `microk8s config`: the member's admin kubeconfig, printed inside and rewritten to the
 # forwarded port. It holds the admin token, so it is never shown.
 task "lxd_exec" "member_config" {
-  for_each         = var.members
+  for_each         = local.clusters
   instance         = lxd_launch.member[each.key].name
   command          = ["sh", "/opt/flow-member/config.sh"]
   sensitive_stdout = true
@@ -98,7 +98,7 @@ task "lxd_exec" "member_config" {
 }
 
 task "kubeconfig" "member" {
-  for_each     = var.members
+  for_each     = local.clusters
   content      = lxd_exec.member_config[each.key].stdout
   server       = "https://${proxy_device.member_api[each.key].address}"
   context_name = each.key
@@ -106,7 +106,7 @@ task "kubeconfig" "member" {
 }
 
 task "wait_ready" "member_node" {
-  for_each     = var.members
+  for_each     = local.clusters
   kind         = "nodes"
   kubeconfig   = kubeconfig.member[each.key].path
   interval     = "1s"
@@ -114,14 +114,14 @@ task "wait_ready" "member_node" {
 }
 
 task "k8s_apply" "member_dns" {
-  for_each   = var.members
+  for_each   = local.clusters
   kubeconfig = kubeconfig.member[each.key].path
   content    = file("${local.member_dir}/coredns.yaml")
   depends_on = [wait_ready.member_node[each.key], image_mirror.lab]
 }
 
 task "wait_ready" "member_dns" {
-  for_each     = var.members
+  for_each     = local.clusters
   kind         = "deployment"
   kubeconfig   = kubeconfig.member[each.key].path
   namespace    = "kube-system"

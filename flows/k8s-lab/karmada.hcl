@@ -1,0 +1,113 @@
+# karmada.hcl — Karmada on the lab, by flows/modules/karmada, the phase flows/lab.hcl runs
+# on a real Ubuntu server: `karmadactl init` installs the control plane as pods in the host
+# cluster (every image from localhost:32000), the push members are joined, the pull members
+# registered (karmada-agent runs in them), and nginx is propagated to the members.
+#
+# What differs from the seed is only how the pieces reach one another. The host reaches
+# everything on 127.0.0.1 only, and a pod reaches nothing outside its cluster's container,
+# so proxy devices carry each path:
+#   this machine → Karmada's API server:  127.0.0.1:KARMADA_PORT → the host cluster's NodePort
+#   Karmada's pods → a push member:       10.1.0.1:PORT in the host cluster → 127.0.0.1:PORT
+#   karmada-agent → Karmada's API server:  10.1.0.1:KARMADA_PORT in the member → 127.0.0.1:KARMADA_PORT
+# 10.1.0.1 is each cluster's own pod bridge (cni0), inside its container's network
+# namespace, and in every certificate; the Clusters' apiEndpoints and the agent's
+# kubeconfig name it.
+
+variable "pull_members" {
+  type        = list(string)
+  default     = ["member3"]
+  description = "Members registered in pull mode (karmada-agent runs in them); the others are joined in push mode."
+}
+
+variable "karmada_port" {
+  type        = number
+  default     = 32443
+  description = "Karmada API server's NodePort in the host cluster, and the host port forwarded to it."
+}
+
+locals {
+  push_members = sort(setsubtract(keys(var.members), var.pull_members))
+  bridge       = "10.1.0.1" # each cluster's cni0, in its own network namespace
+  # etcd's hostPath in the host cluster is this machine's directory too (a disk device at
+  # the same path), so a half-done init's etcd data can be removed from here.
+  karmada_etcd = "${local.config_dir}/karmada-etcd"
+}
+
+task "exec" "karmada_etcd_dir" {
+  description = "Create the directory etcd's data lives in, shared with the host cluster's container."
+  command     = ["mkdir", "-p", local.karmada_etcd]
+}
+
+task "lxd_profile" "karmada_host" {
+  name                = "flow-karmada-host"
+  profile_description = "flow Kubernetes lab host cluster: Karmada's etcd data on the host"
+  devices = {
+    karmada-etcd = { type = "disk", source = local.karmada_etcd, path = local.karmada_etcd }
+  }
+  depends_on = [exec.karmada_etcd_dir, preflight.lab]
+}
+
+task "proxy_device" "karmada_api" {
+  description = "This machine's 127.0.0.1:32443 to the Karmada API server's NodePort in the host cluster."
+  instance    = lxd_launch.member[var.host_cluster].name
+  name        = "karmada-api"
+  listen      = "tcp:127.0.0.1:${var.karmada_port}"
+  connect     = "tcp:${local.bridge}:${var.karmada_port}"
+  depends_on  = [lxd_exec.member_up[var.host_cluster]]
+}
+
+task "proxy_device" "to_member" {
+  for_each    = toset(local.push_members)
+  description = "A push member's API server for Karmada's pods: 10.1.0.1:PORT in the host cluster to this machine's forwarded port."
+  instance    = lxd_launch.member[var.host_cluster].name
+  name        = "to-${each.key}"
+  bind        = "instance"
+  listen      = "tcp:0.0.0.0:${var.members[each.key]}"
+  connect     = "tcp:127.0.0.1:${var.members[each.key]}"
+}
+
+task "proxy_device" "to_karmada" {
+  for_each    = toset(var.pull_members)
+  description = "Karmada's API server for karmada-agent: 10.1.0.1:KARMADA_PORT in the member to this machine's forwarded port."
+  instance    = lxd_launch.member[each.key].name
+  name        = "to-karmada"
+  bind        = "instance"
+  listen      = "tcp:0.0.0.0:${var.karmada_port}"
+  connect     = "tcp:127.0.0.1:${var.karmada_port}"
+}
+
+module "karmada" {
+  source                 = "../modules/karmada"
+  karmadactl             = "${exec.bins.stdout}/karmadactl-${var.karmada_version}"
+  karmadactl_version     = var.karmada_version
+  host_kubeconfig        = kubeconfig.member[var.host_cluster].path
+  karmada_data           = "${local.config_dir}/karmada"
+  etcd_data              = local.karmada_etcd
+  registry               = "localhost:${var.registry_port}"
+  kube_image_tag         = var.kube_version
+  crds                   = "${exec.bins.stdout}/karmada-crds-${var.karmada_version}.tar.gz"
+  advertise_address      = "127.0.0.1"
+  cert_external_ip       = [local.bridge]
+  internet_ip_lookup     = false
+  push_members           = local.push_members
+  pull_members           = var.pull_members
+  kubeconfigs            = { for m, k in kubeconfig.member : m => k.path if m != var.host_cluster }
+  api_endpoints          = { for m in local.push_members : m => "https://${local.bridge}:${var.members[m]}" }
+  agent_api_endpoint     = "${local.bridge}:${var.karmada_port}"
+  nginx_clusters         = sort(keys(var.members))
+  nginx_image            = "localhost:${var.registry_port}/nginx:${var.image_nginx_tag}"
+  depends_on             = [image_mirror.lab, wait_ready.member_dns, proxy_device.karmada_api, proxy_device.to_member, proxy_device.to_karmada]
+}
+
+output "karmada_kubeconfig" {
+  description = "The Karmada API server's kubeconfig, written by karmadactl init."
+  value       = module.karmada.kubeconfig
+}
+
+output "karmada_clusters" {
+  value = module.karmada.clusters
+}
+
+output "karmada_nginx" {
+  value = module.karmada.nginx
+}
