@@ -35,14 +35,15 @@ type kind struct {
 
 // kinds maps each kind to its definition; each lives in a file named after it.
 var kinds = map[string]*kind{
-	"tcp":              &tcpKind,
-	"http":             &httpKind,
-	"kube_api":         &kubeAPIKind,
-	"nodes":            &nodesKind,
-	"deployment":       &deploymentKind,
-	"pods":             &podsKind,
-	"karmada_clusters": &karmadaClustersKind,
-	"condition":        &conditionKind,
+	"tcp":               &tcpKind,
+	"http":              &httpKind,
+	"kube_api":          &kubeAPIKind,
+	"nodes":             &nodesKind,
+	"deployment":        &deploymentKind,
+	"pods":              &podsKind,
+	"karmada_clusters":  &karmadaClustersKind,
+	"karmada_placement": &karmadaPlacementKind,
+	"condition":         &conditionKind,
 }
 
 func kindNames() string {
@@ -77,6 +78,8 @@ func (w *WaitReady) kindAttrs() []attrSet {
 		{"selector", w.Selector != ""},
 		{"min_count", w.MinCount != nil},
 		{"clusters", w.Clusters != nil},
+		{"placement_present", w.PlacementPresent != nil},
+		{"placement_absent", w.PlacementAbsent != nil},
 		{"api_version", w.APIVersion != ""},
 		{"object_kind", w.ObjectKind != ""},
 		{"condition", w.Condition != ""},

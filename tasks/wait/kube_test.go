@@ -35,6 +35,7 @@ func TestKube(t *testing.T) {
 		{"pods", testPods},
 		{"pods/why", testPodsWhy},
 		{"karmada_clusters", testKarmadaClusters},
+		{"karmada_placement", testKarmadaPlacement},
 		{"condition", testCondition},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, s) })

@@ -16,28 +16,30 @@ import (
 // wait_ready task type. Attributes after kind belong to one kind each (see kinds);
 // interval, wait_timeout and request_timeout are shared by all kinds.
 type WaitReady struct {
-	Kind            string            `hcl:"kind" doc:"What to wait for: \"tcp\", \"http\", \"kube_api\", \"nodes\", \"deployment\", \"pods\", \"karmada_clusters\" or \"condition\"."`
-	Address         string            `hcl:"address,optional" doc:"tcp: host:port to connect to. Required for kind tcp."`
-	URL             string            `hcl:"url,optional" doc:"http: http:// or https:// URL to GET. Required for kind http."`
-	ExpectStatus    []int             `hcl:"expect_status,optional" doc:"http: status codes that count as ready; default [200]."`
-	BodyMatch       string            `hcl:"body_match,optional" doc:"http: regular expression (RE2 syntax) the first 64 KiB of the body must match."`
-	Insecure        *bool             `hcl:"insecure,optional" doc:"http: skip TLS certificate verification; default false."`
-	CAFile          string            `hcl:"ca_file,optional" doc:"http: PEM file of CA certificates to trust instead of the system's, for self-signed servers."`
-	Headers         map[string]string `hcl:"headers,optional" doc:"http: request headers; Host sets the virtual host."`
-	Kubeconfig      string            `hcl:"kubeconfig,optional" doc:"Kubernetes kinds: path of the kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
-	Context         string            `hcl:"context,optional" doc:"Kubernetes kinds: context in the kubeconfig to use; default its current-context."`
-	Name            string            `hcl:"name,optional" doc:"deployment, condition: name of the object. Required for both."`
-	Namespace       string            `hcl:"namespace,optional" doc:"deployment, pods, condition: namespace of the objects; default \"default\" (condition: unset for cluster-scoped kinds)."`
-	Selector        string            `hcl:"selector,optional" doc:"pods: label selector such as \"app=prometheus,tier!=cache\"; default every pod in namespace."`
-	MinCount        *int              `hcl:"min_count,optional" doc:"nodes, pods: fewest objects that must exist, all ready; default 1."`
-	Clusters        []string          `hcl:"clusters,optional" doc:"karmada_clusters: names of the Karmada Cluster objects that must be Ready. Required for that kind."`
-	APIVersion      string            `hcl:"api_version,optional" doc:"condition: API version of the object, such as \"apps/v1\" or \"work.karmada.io/v1alpha2\". Required for that kind."`
-	ObjectKind      string            `hcl:"object_kind,optional" doc:"condition: kind of the object, such as \"Deployment\" or \"ResourceBinding\". Required for that kind."`
-	Condition       string            `hcl:"condition,optional" doc:"condition: type of the status condition, such as \"Ready\" or \"Scheduled\". Required for that kind."`
-	ConditionStatus string            `hcl:"condition_status,optional" doc:"condition: status the condition must have: \"True\", \"False\" or \"Unknown\"; default \"True\"."`
-	Interval        tasks.Duration    `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
-	WaitTimeout     tasks.Duration    `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
-	RequestTimeout  tasks.Duration    `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
+	Kind             string            `hcl:"kind" doc:"What to wait for: \"tcp\", \"http\", \"kube_api\", \"nodes\", \"deployment\", \"pods\", \"karmada_clusters\", \"karmada_placement\" or \"condition\"."`
+	Address          string            `hcl:"address,optional" doc:"tcp: host:port to connect to. Required for kind tcp."`
+	URL              string            `hcl:"url,optional" doc:"http: http:// or https:// URL to GET. Required for kind http."`
+	ExpectStatus     []int             `hcl:"expect_status,optional" doc:"http: status codes that count as ready; default [200]."`
+	BodyMatch        string            `hcl:"body_match,optional" doc:"http: regular expression (RE2 syntax) the first 64 KiB of the body must match."`
+	Insecure         *bool             `hcl:"insecure,optional" doc:"http: skip TLS certificate verification; default false."`
+	CAFile           string            `hcl:"ca_file,optional" doc:"http: PEM file of CA certificates to trust instead of the system's, for self-signed servers."`
+	Headers          map[string]string `hcl:"headers,optional" doc:"http: request headers; Host sets the virtual host."`
+	Kubeconfig       string            `hcl:"kubeconfig,optional" doc:"Kubernetes kinds: path of the kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
+	Context          string            `hcl:"context,optional" doc:"Kubernetes kinds: context in the kubeconfig to use; default its current-context."`
+	Name             string            `hcl:"name,optional" doc:"deployment, condition, karmada_placement: name of the object (karmada_placement: of the ResourceBinding, NAME-KIND lowercased such as \"nginx-deployment\"). Required for these kinds."`
+	Namespace        string            `hcl:"namespace,optional" doc:"deployment, pods, condition, karmada_placement: namespace of the objects; default \"default\" (condition: unset for cluster-scoped kinds)."`
+	Selector         string            `hcl:"selector,optional" doc:"pods: label selector such as \"app=prometheus,tier!=cache\"; default every pod in namespace."`
+	MinCount         *int              `hcl:"min_count,optional" doc:"nodes, pods: fewest objects that must exist, all ready; default 1."`
+	Clusters         []string          `hcl:"clusters,optional" doc:"karmada_clusters: names of the Karmada Cluster objects that must be Ready. Required for that kind."`
+	PlacementPresent []string          `hcl:"placement_present,optional" doc:"karmada_placement: clusters that must hold the resource: in the binding's spec.clusters with replicas above 0 (any, for a resource without replicas)."`
+	PlacementAbsent  []string          `hcl:"placement_absent,optional" doc:"karmada_placement: clusters that must not hold it: missing from spec.clusters (or, for a resource with replicas, listed with 0). One of the two lists must name a cluster."`
+	APIVersion       string            `hcl:"api_version,optional" doc:"condition: API version of the object, such as \"apps/v1\" or \"work.karmada.io/v1alpha2\". Required for that kind."`
+	ObjectKind       string            `hcl:"object_kind,optional" doc:"condition: kind of the object, such as \"Deployment\" or \"ResourceBinding\". Required for that kind."`
+	Condition        string            `hcl:"condition,optional" doc:"condition: type of the status condition, such as \"Ready\" or \"Scheduled\". Required for that kind."`
+	ConditionStatus  string            `hcl:"condition_status,optional" doc:"condition: status the condition must have: \"True\", \"False\" or \"Unknown\"; default \"True\"."`
+	Interval         tasks.Duration    `hcl:"interval,optional" doc:"Time from the start of one check to the start of the next; default \"1s\"."`
+	WaitTimeout      tasks.Duration    `hcl:"wait_timeout,optional" doc:"How long to wait before failing with the last observed state; default \"5m\"."`
+	RequestTimeout   tasks.Duration    `hcl:"request_timeout,optional" doc:"Longest one check may take; default \"5s\"."`
 }
 
 // Register adds the wait_ready task type to r.
@@ -58,6 +60,9 @@ func Register(r *tasks.Registry) error {
   pods              at least min_count pods in namespace match selector and all are
                     Running and Ready with an IP
   karmada_clusters  every Karmada Cluster in clusters exists and is Ready
+  karmada_placement the Karmada ResourceBinding name in namespace is scheduled
+                    (spec.clusters is not empty) to every cluster in
+                    placement_present and to none in placement_absent
   condition         object api_version/object_kind name (in namespace) has status
                     condition "condition" with status condition_status
 
@@ -78,6 +83,7 @@ timeout setting, if shorter, cancels the task earlier.`,
 			{Name: "pods", Type: cty.List(podObject), Doc: "pods: the matching pods by name, each an object {name, ip}."},
 			{Name: "pod_ips", Type: cty.List(cty.String), Doc: "pods: IPs of the matching pods, in the order of pods."},
 			{Name: "clusters", Type: cty.List(cty.String), Doc: "karmada_clusters: the names in clusters, all Ready."},
+			{Name: "placement", Type: cty.Map(cty.Number), Doc: "karmada_placement: the binding's spec.clusters that satisfied the wait, cluster name to replicas (0 for a resource without replicas)."},
 		},
 		Undo: tasks.UndoNothing,
 		Example: `task "wait_ready" "prometheus" {

@@ -57,6 +57,10 @@ func TestValidate(t *testing.T) {
 		}
 		return w
 	}
+	placed := func(present, absent []string) *WaitReady {
+		return &WaitReady{Kind: "karmada_placement", Name: "nginx-deployment", PlacementPresent: present, PlacementAbsent: absent}
+	}
+	list := func(names ...string) []string { return names }
 	taskstest.CheckValidate(t, []taskstest.ValidateCase{
 		{Name: "tcp", Task: tcp("127.0.0.1:6443")},
 		{Name: "tcp ipv6 and durations", Task: with(tcp("[::1]:80"), func(w *WaitReady) {
@@ -70,7 +74,7 @@ func TestValidate(t *testing.T) {
 		{Name: "insecure", Task: with(web("https://h/"), func(w *WaitReady) { w.Insecure = boolPtr(true) })},
 
 		{Name: "no kind", Task: &WaitReady{}, Attr: "kind",
-			Msg: `unknown kind ""; want one of "condition", "deployment", "http", "karmada_clusters", "kube_api", "nodes", "pods", "tcp"`},
+			Msg: `unknown kind ""; want one of "condition", "deployment", "http", "karmada_clusters", "karmada_placement", "kube_api", "nodes", "pods", "tcp"`},
 		{Name: "tcp without address", Task: &WaitReady{Kind: "tcp"}, Attr: "address", Msg: `required for kind "tcp"`},
 		{Name: "http without url", Task: &WaitReady{Kind: "http"}, Attr: "url", Msg: `required for kind "http"`},
 		{Name: "url with tcp", Task: with(tcp("h:1"), func(w *WaitReady) { w.URL = "http://h/" }), Attr: "url", Msg: `not used by kind "tcp"`},
@@ -129,6 +133,18 @@ func TestValidate(t *testing.T) {
 		{Name: "karmada_clusters bad name", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters = []string{"member1", "member_2"} }), Attr: "clusters", Msg: `"member_2" is not a valid name`},
 		{Name: "karmada_clusters twice", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters = []string{"m1", "m2", "m1"} }), Attr: "clusters", Msg: `"m1" is listed twice`},
 
+		{Name: "karmada_placement absent", Task: placed(nil, list("member1"))},
+		{Name: "karmada_placement both", Task: with(placed(list("member2", "member3"), list("member1")), func(w *WaitReady) { w.Namespace = "karmada-demo" })},
+		{Name: "karmada_placement empty present", Task: placed(list(), list("member1"))},
+		{Name: "karmada_placement without name", Task: with(placed(list("m1"), nil), func(w *WaitReady) { w.Name = "" }), Attr: "name", Msg: `required for kind "karmada_placement"`},
+		{Name: "karmada_placement neither", Task: placed(nil, nil), Attr: "placement_present", Msg: "placement_present or placement_absent must name a cluster"},
+		{Name: "karmada_placement both empty", Task: placed(list(), list()), Attr: "placement_present", Msg: "placement_present or placement_absent must name a cluster"},
+		{Name: "karmada_placement in both", Task: placed(list("member2", "member1"), list("member1")), Attr: "placement_absent", Msg: `"member1" is in placement_present too`},
+		{Name: "karmada_placement bad name", Task: placed(list("member1"), list("Member_2")), Attr: "placement_absent", Msg: `"Member_2" is not a valid name: a lowercase RFC 1123 subdomain`},
+		{Name: "karmada_placement twice", Task: placed(list("m1", "m1"), nil), Attr: "placement_present", Msg: `"m1" is listed twice`},
+		{Name: "karmada_placement binding name", Task: with(placed(list("m1"), nil), func(w *WaitReady) { w.Name = "nginx/deployment" }), Attr: "name", Msg: `"nginx/deployment" is not a valid name`},
+		{Name: "placement_absent with karmada_clusters", Task: with(kube("karmada_clusters"), func(w *WaitReady) { w.Clusters, w.PlacementAbsent = list("m1"), list("m1") }), Attr: "placement_absent", Msg: `not used by kind "karmada_clusters"`},
+
 		{Name: "condition", Task: cond(nil)},
 		{Name: "condition core kind with everything", Task: cond(func(w *WaitReady) {
 			w.APIVersion, w.ObjectKind, w.Name, w.Namespace, w.Condition, w.ConditionStatus = "v1", "Pod", "system:web.1", "default", "example.com/Synced", "Unknown"
@@ -170,7 +186,7 @@ func TestRegister(t *testing.T) {
 	taskstest.CheckType(t, *typ, map[string]cty.Type{
 		"elapsed": cty.Number, "status": cty.Number, "body": cty.String,
 		"nodes": cty.List(cty.String), "pods": cty.List(cty.Object(map[string]cty.Type{"name": cty.String, "ip": cty.String})),
-		"pod_ips": cty.List(cty.String), "clusters": cty.List(cty.String),
+		"pod_ips": cty.List(cty.String), "clusters": cty.List(cty.String), "placement": cty.Map(cty.Number),
 	})
 	taskstest.CheckExample(t, *typ, nil)
 	if _, ok := typ.New().(*WaitReady); !ok {
@@ -203,6 +219,8 @@ func TestAttributes(t *testing.T) {
 		{"selector", cty.String, false},
 		{"min_count", cty.Number, false},
 		{"clusters", cty.List(cty.String), false},
+		{"placement_present", cty.List(cty.String), false},
+		{"placement_absent", cty.List(cty.String), false},
 		{"api_version", cty.String, false},
 		{"object_kind", cty.String, false},
 		{"condition", cty.String, false},
