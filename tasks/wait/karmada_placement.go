@@ -18,7 +18,9 @@ import (
 
 // karmadaPlacementKind is ready when the Karmada ResourceBinding name in namespace has
 // a scheduling result (spec.clusters) in which every cluster of placement_present
-// holds the resource and none of placement_absent does. The kubeconfig is the Karmada
+// holds the resource and none of placement_absent does. A cluster Karmada is still
+// evicting the resource from (spec.gracefulEvictionTasks: its old replicas run until
+// the new ones are healthy) still holds it, and blocks a reschedule onto it. The kubeconfig is the Karmada
 // API server's. Unlike the binding's Scheduled condition, which stays True while the
 // scheduler moves a workload, this sees a cluster leave the placement and come back.
 var karmadaPlacementKind = kind{
@@ -130,6 +132,9 @@ type resourceBinding struct {
 			Name     string `json:"name"`
 			Replicas int32  `json:"replicas,omitempty"`
 		} `json:"clusters,omitempty"`
+		GracefulEvictionTasks []struct {
+			FromCluster string `json:"fromCluster"`
+		} `json:"gracefulEvictionTasks,omitempty"`
 	} `json:"spec"`
 }
 
@@ -138,7 +143,8 @@ type resourceBinding struct {
 // every member) is held by every listed cluster, with 0 replicas.
 type placement struct {
 	replicas     map[string]int64
-	withReplicas bool // the resource has replicas: a listed cluster with 0 holds none
+	withReplicas bool            // the resource has replicas: a listed cluster with 0 holds none
+	evicting     map[string]bool // clusters in a graceful eviction task
 }
 
 func (b *resourceBinding) placement() placement {
@@ -146,21 +152,32 @@ func (b *resourceBinding) placement() placement {
 	for _, c := range b.Spec.Clusters {
 		p.replicas[c.Name] += int64(c.Replicas)
 	}
+	for _, e := range b.Spec.GracefulEvictionTasks {
+		if p.evicting == nil {
+			p.evicting = map[string]bool{}
+		}
+		p.evicting[e.FromCluster] = true
+	}
 	return p
 }
 
-// holds says whether cluster runs the resource: listed, with replicas if it has any.
+// holds says whether cluster runs the resource: listed, with replicas if it has any,
+// or still being evicted from.
 func (p placement) holds(cluster string) bool {
 	n, ok := p.replicas[cluster]
-	return ok && (n > 0 || !p.withReplicas)
+	return ok && (n > 0 || !p.withReplicas) || p.evicting[cluster]
 }
 
+// satisfies says whether every present cluster holds the resource in the scheduling
+// result, and no absent one holds it or is still being evicted from.
 func (p placement) satisfies(present, absent []string) bool {
-	return !slices.ContainsFunc(present, func(c string) bool { return !p.holds(c) }) &&
+	placed := func(c string) bool { n, ok := p.replicas[c]; return ok && (n > 0 || !p.withReplicas) }
+	return !slices.ContainsFunc(present, func(c string) bool { return !placed(c) }) &&
 		!slices.ContainsFunc(absent, p.holds)
 }
 
-// String reads "member2=3 member3=3", sorted by cluster name.
+// String reads "member2=3 member3=3", sorted by cluster name, with "(evicting NAME)"
+// after it while Karmada still removes the resource from a cluster.
 func (p placement) String() string {
 	names := make([]string, 0, len(p.replicas))
 	for name := range p.replicas {
@@ -169,6 +186,14 @@ func (p placement) String() string {
 	slices.Sort(names)
 	for i, name := range names {
 		names[i] = name + "=" + strconv.FormatInt(p.replicas[name], 10)
+	}
+	evicting := make([]string, 0, len(p.evicting))
+	for name := range p.evicting {
+		evicting = append(evicting, name)
+	}
+	slices.Sort(evicting)
+	for _, name := range evicting {
+		names = append(names, "(evicting "+name+")")
 	}
 	return strings.Join(names, " ")
 }

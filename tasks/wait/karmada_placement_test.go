@@ -143,4 +143,35 @@ func testKarmadaPlacement(t *testing.T, s *kubetest.Server) {
 		})
 		wantPlacement(t, out, map[string]int64{"member1": 1, "member2": 3, "member3": 2})
 	})
+
+	// A taint eviction: the member has left spec.clusters, but its old replicas run
+	// until the new ones are healthy, and until then it still holds the workload.
+	t.Run("member still evicted from", func(t *testing.T) {
+		check(t, createBinding(ctx, c, "evicted-deployment", 2, targets("member2", 2)))
+		check(t, setEvicting(ctx, c, "evicted-deployment", "member1"))
+		leave := placed("evicted-deployment", list("member2"), list("member1"))
+		leave.WaitTimeout = "10s"
+		out := runChanging(t, leave, "member2=2 (evicting member1)", func() error {
+			return setEvicting(ctx, c, "evicted-deployment")
+		})
+		wantPlacement(t, out, map[string]int64{"member2": 2})
+	})
+}
+
+// setEvicting replaces a binding's spec.gracefulEvictionTasks with one task per cluster,
+// as Karmada's taint manager adds them and its graceful eviction controller removes them.
+func setEvicting(ctx context.Context, c dynamic.ResourceInterface, name string, clusters ...string) error {
+	obj, err := c.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	tasks := []any{}
+	for _, cluster := range clusters {
+		tasks = append(tasks, map[string]any{"fromCluster": cluster, "reason": "TaintUntolerated", "producer": "TaintManager"})
+	}
+	if err := unstructured.SetNestedSlice(obj.Object, tasks, "spec", "gracefulEvictionTasks"); err != nil {
+		return err
+	}
+	_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
 }

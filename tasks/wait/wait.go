@@ -32,7 +32,7 @@ type WaitReady struct {
 	MinCount         *int              `hcl:"min_count,optional" doc:"nodes, pods: fewest objects that must exist, all ready; default 1."`
 	Clusters         []string          `hcl:"clusters,optional" doc:"karmada_clusters: names of the Karmada Cluster objects that must be Ready. Required for that kind."`
 	PlacementPresent []string          `hcl:"placement_present,optional" doc:"karmada_placement: clusters that must hold the resource: in the binding's spec.clusters with replicas above 0 (any, for a resource without replicas)."`
-	PlacementAbsent  []string          `hcl:"placement_absent,optional" doc:"karmada_placement: clusters that must not hold it: missing from spec.clusters (or, for a resource with replicas, listed with 0). One of the two lists must name a cluster."`
+	PlacementAbsent  []string          `hcl:"placement_absent,optional" doc:"karmada_placement: clusters that must not hold it: missing from spec.clusters (or, for a resource with replicas, listed with 0) and not being evicted from (spec.gracefulEvictionTasks: the old replicas run there until the new ones are healthy). One of the two lists must name a cluster."`
 	APIVersion       string            `hcl:"api_version,optional" doc:"condition: API version of the object, such as \"apps/v1\" or \"work.karmada.io/v1alpha2\". Required for that kind."`
 	ObjectKind       string            `hcl:"object_kind,optional" doc:"condition: kind of the object, such as \"Deployment\" or \"ResourceBinding\". Required for that kind."`
 	Condition        string            `hcl:"condition,optional" doc:"condition: type of the status condition, such as \"Ready\" or \"Scheduled\". Required for that kind."`
