@@ -47,8 +47,8 @@ variable "image" {
 
 variable "replicas" {
   type        = number
-  default     = 6
-  description = "Replicas in all, divided among the members by weight."
+  default     = 2
+  description = "Replicas in all, in the one member the policy places them in."
 }
 
 variable "toleration_seconds" {
