@@ -45,6 +45,7 @@ func TestWithAPIServers(t *testing.T) {
 	t.Run("token", s.testToken)
 	t.Run("init already present", s.testInitPresent)
 	t.Run("init deinit first FakeKarmadactl", s.testInitDeinit)
+	t.Run("init whole control plane FakeKarmadactl", s.testInitPlane)
 	t.Run("register already present FakeKarmadactl", s.testRegisterPresent)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
 }
@@ -170,38 +171,8 @@ func caHash(t *testing.T, caFile string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Init with the real binary over a karmada_data whose kubeconfig points at a
-// healthy API server: already present, only the version is checked.
-func (s servers) testInitPresent(t *testing.T) {
-	bin, record := recordingKarmadactl(t, s.karmadactl)
-	data := t.TempDir()
-	kc, err := os.ReadFile(s.karmada.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(data, "karmada-apiserver.config")
-	if err := os.WriteFile(config, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env, buf := taskstest.NewEnv(t)
-	env.Attempt = 2 // a healthy control plane is never torn down
-	out, err := (&Init{Karmadactl: bin, Kubeconfig: s.member.Kubeconfig, KarmadaData: data}).Run(t.Context(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out["kubeconfig"].AsString() != config || out["karmada_data"].AsString() != data {
-		t.Errorf("outputs = %v", out)
-	}
-	if !strings.Contains(buf.String(), "karmada control plane at "+s.karmada.URL+" already present") {
-		t.Errorf("printed:\n%s", buf)
-	}
-	if got := subcommands(t, record); strings.Join(got, " ") != "version" {
-		t.Errorf("karmadactl calls = %q, want only version", got)
-	}
-}
-
 // Init over remains: deinit runs first exactly when the host has the namespace
-// and no healthy Karmada API server answers, unless deinit_first is false. The
+// and the control plane is not complete, unless deinit_first is false. The
 // fake karmadactl records argv; the flags are checked against the real help in
 // TestFlagTablesInPinnedHelp.
 func (s servers) testInitDeinit(t *testing.T) {
@@ -219,10 +190,10 @@ func (s servers) testInitDeinit(t *testing.T) {
 		printed     string
 	}{
 		{"fresh host", "kinit-fresh", false, 1, false, nil, false, "version init", "installing"},
-		{"namespace left over", "kinit-left", true, 1, false, nil, false, "version deinit init", "namespace kinit-left exists but no healthy Karmada API server answers"},
-		{"retry", "kinit-retry", true, 2, true, nil, false, "version deinit init", "attempt 2; removing the half-done control plane first"},
+		{"namespace left over", "kinit-left", true, 1, false, nil, false, "version deinit init", "karmadactl init: half-done (no kubeconfig "},
+		{"retry", "kinit-retry", true, 2, true, nil, false, "version deinit init", "karmadactl init: half-done (karmada API server https://127.0.0.1:1 not ready: "},
 		{"retry without namespace", "kinit-retry-none", false, 3, false, nil, false, "version init", "attempt 3, but the host has no namespace kinit-retry-none; nothing to remove"},
-		{"deinit_first false", "kinit-keep", true, 2, false, &no, false, "version init", "installing"},
+		{"deinit_first false", "kinit-keep", true, 2, false, &no, false, "version init", "deinit_first is false, so installing over it"},
 		{"deinit fails", "kinit-fail", true, 1, false, nil, true, "version deinit", ""},
 	}
 	for _, c := range cases {
@@ -254,7 +225,8 @@ mkdir -p "$d" && : >"$d/karmada-apiserver.config" && echo 'Karmada is installed 
 			}
 			env, buf := taskstest.NewEnv(t)
 			env.Attempt = c.attempt
-			init := &Init{Karmadactl: bin, Kubeconfig: hostKC, Context: "kubetest", Namespace: c.namespace, KarmadaData: data, DeinitFirst: c.deinitFirst}
+			etcd := etcdData(t)
+			init := &Init{Karmadactl: bin, Kubeconfig: hostKC, Context: "kubetest", Namespace: c.namespace, KarmadaData: data, DeinitFirst: c.deinitFirst, EtcdData: etcd}
 			_, err := init.Run(t.Context(), env)
 			if c.deinitFails {
 				if err == nil || !strings.Contains(err.Error(), `karmadactl deinit in namespace "kinit-fail" before init`) {
@@ -269,6 +241,10 @@ mkdir -p "$d" && : >"$d/karmada-apiserver.config" && echo 'Karmada is installed 
 			if !strings.Contains(buf.String(), c.printed) {
 				t.Errorf("printed:\n%s\nwant %q", buf, c.printed)
 			}
+			removed := strings.Contains(c.want, "deinit") && !c.deinitFails
+			if _, err := os.Stat(filepath.Join(etcd, "member")); os.IsNotExist(err) != removed {
+				t.Errorf("etcd's member directory: %v, want removed %v", err, removed)
+			}
 			all := calls(t, record)
 			for _, call := range all {
 				if strings.HasPrefix(call, "deinit") {
@@ -278,7 +254,7 @@ mkdir -p "$d" && : >"$d/karmada-apiserver.config" && echo 'Karmada is installed 
 					}
 				}
 				if strings.HasPrefix(call, "init") {
-					want := "init --kubeconfig=" + hostKC + " --context=kubetest --namespace=" + c.namespace + " --karmada-data=" + data
+					want := "init --kubeconfig=" + hostKC + " --context=kubetest --namespace=" + c.namespace + " --karmada-data=" + data + " --etcd-data=" + etcd
 					if call != want {
 						t.Errorf("init call = %q, want %q", call, want)
 					}
