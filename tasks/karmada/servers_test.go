@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // servers are the real API servers the tests share: karmada, a kube-apiserver
@@ -42,63 +43,104 @@ func TestWithAPIServers(t *testing.T) {
 
 	t.Run("join", s.testJoin)
 	t.Run("join raced by an earlier attempt FakeKarmadactl", s.testJoinRaced)
+	t.Run("join stale unjoin fails FakeKarmadactl", s.testJoinStaleUnjoinFails)
 	t.Run("token", s.testToken)
 	t.Run("init already present", s.testInitPresent)
 	t.Run("init deinit first FakeKarmadactl", s.testInitDeinit)
 	t.Run("init whole control plane FakeKarmadactl", s.testInitPlane)
 	t.Run("register already present FakeKarmadactl", s.testRegisterPresent)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
+	t.Run("register agent api endpoint FakeKarmadactl", s.testRegisterAgentEndpoint)
 }
 
-// Join for real: the Cluster object appears with the member's endpoint; a second
-// run says already present and runs no karmadactl join.
+// Join for real with api_endpoint: the Cluster object appears with the member's
+// identity and api_endpoint; a second run says already present and runs no
+// karmadactl join; a changed spec.apiEndpoint is patched back without a join; a
+// Cluster whose spec.id is not the member's is stale and joined again.
 func (s servers) testJoin(t *testing.T) {
 	bin, record := recordingKarmadactl(t, s.karmadactl)
+	endpoint := strings.Replace(s.member.URL, "127.0.0.1", "localhost", 1)
 	join := &Join{
 		Karmadactl: bin, Cluster: "member1", Kubeconfig: s.karmada.Kubeconfig, Context: "kubetest",
 		ClusterKubeconfig: s.member.Kubeconfig, ClusterRegion: "lab", ClusterZones: []string{"lab-a", "lab-b"},
+		APIEndpoint: endpoint,
 	}
 	if err := join.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	env, buf := taskstest.NewEnv(t)
-	out, err := join.Run(t.Context(), env)
+	kubeSystem, err := s.member.Clientset(t).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, buf)
-	}
-	if out["cluster"].AsString() != "member1" {
-		t.Errorf("outputs = %v", out)
-	}
-	cluster, err := s.karmada.Dynamic(t).Resource(clusters).Get(t.Context(), "member1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("cluster member1 after join: %v\n%s", err, buf)
-	}
-	endpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint")
-	region, _, _ := unstructured.NestedString(cluster.Object, "spec", "region")
-	zones, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "zones")
-	if endpoint != s.member.URL || region != "lab" || !slices.Equal(zones, []string{"lab-a", "lab-b"}) {
-		t.Errorf("cluster spec: apiEndpoint %q region %q zones %q; want %q lab [lab-a lab-b]", endpoint, region, zones, s.member.URL)
-	}
-	if !strings.Contains(buf.String(), "cluster(member1) is joined successfully") {
-		t.Errorf("karmadactl join output not streamed:\n%s", buf)
-	}
-
-	env, buf = taskstest.NewEnv(t)
-	if _, err := join.Run(t.Context(), env); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "cluster member1 already present (api endpoint "+s.member.URL+")") {
-		t.Errorf("second run printed:\n%s", buf)
+	memberID := string(kubeSystem.UID)
+	clusterClient := s.karmada.Dynamic(t).Resource(clusters)
+	run := func(t *testing.T, wantCalls string, printed ...string) {
+		t.Helper()
+		if err := os.Remove(record); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		env, buf := taskstest.NewEnv(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+		defer cancel()
+		out, err := join.Run(ctx, env)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, buf)
+		}
+		if out["cluster"].AsString() != "member1" {
+			t.Errorf("outputs = %v", out)
+		}
+		for _, p := range printed {
+			if !strings.Contains(buf.String(), p) {
+				t.Errorf("printed:\n%s\nwant %q", buf, p)
+			}
+		}
+		if got := strings.Join(subcommands(t, record), " "); got != wantCalls {
+			t.Errorf("karmadactl calls = %q, want %q\n%s", got, wantCalls, buf)
+		}
+		cluster, err := clusterClient.Get(t.Context(), "member1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("cluster member1: %v\n%s", err, buf)
+		}
+		gotEndpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint")
+		id, _, _ := unstructured.NestedString(cluster.Object, "spec", "id")
+		region, _, _ := unstructured.NestedString(cluster.Object, "spec", "region")
+		zones, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "zones")
+		if gotEndpoint != endpoint || id != memberID || region != "lab" || !slices.Equal(zones, []string{"lab-a", "lab-b"}) {
+			t.Errorf("cluster spec: apiEndpoint %q id %q region %q zones %q; want %q %q lab [lab-a lab-b]", gotEndpoint, id, region, zones, endpoint, memberID)
+		}
 	}
-	if got := subcommands(t, record); strings.Join(got, " ") != "version join version" {
-		t.Errorf("karmadactl calls = %q, want version join version", got)
+	patch := func(t *testing.T, spec string) {
+		t.Helper()
+		if _, err := clusterClient.Patch(t.Context(), "member1", types.MergePatchType, []byte(`{"spec":`+spec+`}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
+
+	t.Run("join", func(t *testing.T) {
+		run(t, "version join", "cluster(member1) is joined successfully", "cluster member1: api endpoint "+s.member.URL+" → "+endpoint)
+	})
+	t.Run("again", func(t *testing.T) {
+		run(t, "version", "cluster member1 already present (api endpoint "+endpoint+")")
+	})
+	t.Run("endpoint changed", func(t *testing.T) {
+		patch(t, `{"apiEndpoint":"https://10.0.0.1:6443"}`)
+		run(t, "version", "cluster member1: api endpoint https://10.0.0.1:6443 → "+endpoint)
+	})
+	t.Run("stale", func(t *testing.T) {
+		patch(t, `{"id":"bogus"}`)
+		run(t, "version unjoin join", "cluster member1 is stale (id bogus, the member's is now "+memberID+"); unjoining and joining again",
+			"cluster(member1) is joined successfully")
+	})
 }
 
 // A join left running by a killed run creates the Cluster while the re-run's own
 // join is under way; karmadactl then refuses ("already exist"), and the task
 // succeeds because the member is joined.
 func (s servers) testJoinRaced(t *testing.T) {
+	kubeSystem, err := s.member.Clientset(t).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin, _ := fakeKarmadactl(t, kubetest.KarmadaVersion, map[string]string{
 		"join": "sleep 1; echo 'error: failed to create cluster(member-raced) object. error: cluster(member-raced) already exist' >&2; exit 1",
 	})
@@ -107,7 +149,7 @@ func (s servers) testJoinRaced(t *testing.T) {
 		c := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
 			"metadata": map[string]any{"name": "member-raced"},
-			"spec":     map[string]any{"apiEndpoint": s.member.URL, "syncMode": "Push"},
+			"spec":     map[string]any{"apiEndpoint": s.member.URL, "syncMode": "Push", "id": string(kubeSystem.UID)},
 		}}
 		_, _ = s.karmada.Dynamic(t).Resource(clusters).Create(context.Background(), c, metav1.CreateOptions{})
 	}()
