@@ -42,9 +42,13 @@ func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 // Destroy removes the control plane with `karmadactl deinit --force` unless its
 // namespace is gone.
 func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
-	present, err := i.namespacePresent(ctx)
+	host, err := i.hostClient()
 	if err != nil {
-		return err
+		return fmt.Errorf("karmadactl deinit in namespace %q: %w", i.namespace(), err)
+	}
+	present, err := namespacePresent(ctx, env, host, i.namespace())
+	if err != nil {
+		return fmt.Errorf("karmadactl deinit in namespace %q: %w", i.namespace(), err)
 	}
 	if !present {
 		fmt.Fprintf(env.Stdout, "namespace %s already absent\n", i.namespace())

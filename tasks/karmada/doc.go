@@ -12,9 +12,13 @@
 // except where it carries secrets (token create prints nothing; register prints
 // its output with the token replaced).
 //
-// Idempotency is decided here, with client-go, before karmadactl runs: an init
-// whose Karmada API server is healthy, a joined Cluster object and a running
-// karmada-agent are each reported as "already present" and left alone.
+// Idempotency is decided here, with client-go, before karmadactl runs: a
+// complete control plane (kubeconfig, healthy API server serving the cluster API,
+// every host workload ready), a Cluster object with the member's identity and
+// endpoint, and a running karmada-agent are each reported as "already present" and
+// left alone. Less than that is repaired: a half-done init is removed and
+// installed again, a stale Cluster is unjoined and joined again, and a wrong
+// endpoint, missing controller-manager arguments or agent server are patched.
 //
 // It does not own the clusters themselves, waiting for readiness (package wait)
 // or applying manifests (package kube).

@@ -22,12 +22,12 @@ type tableCase struct {
 }
 
 var tableCases = []tableCase{
-	{[]string{"init"}, initFlags, nil, &Init{}, []string{"karmadactl", "karmadactl_version", "extra_args", "deinit_first"}},
+	{[]string{"init"}, initFlags, nil, &Init{}, []string{"karmadactl", "karmadactl_version", "extra_args", "deinit_first", "controller_manager_args"}},
 	{[]string{"deinit"}, deinitFlags, []string{"force"}, &Init{}, nil},
-	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster"}},
+	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster", "api_endpoint"}},
 	{[]string{"unjoin"}, unjoinFlags, nil, &Join{}, nil},
 	{[]string{"token", "create"}, tokenFlags, []string{"print-register-command"}, &Token{}, []string{"karmadactl", "karmadactl_version", "extra_args"}},
-	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint"}},
+	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint", "agent_api_endpoint"}},
 }
 
 // Every table entry reads an attribute of the right Go type, no attribute or flag

@@ -22,7 +22,9 @@ type Init struct {
 	Karmadactl        string   `hcl:"karmadactl,optional" doc:"Path of the karmadactl binary; default \"karmadactl\", looked up in PATH."`
 	KarmadactlVersion string   `hcl:"karmadactl_version,optional" doc:"Version the binary must report; default \"v1.13.0\", the version flow's flags were checked against."`
 	ExtraArgs         []string `hcl:"extra_args,optional" doc:"Further karmadactl init arguments; they must not set a flag an attribute maps."`
-	DeinitFirst       *bool    `hcl:"deinit_first,optional" doc:"Run karmadactl deinit before a retry or when the namespace exists without a healthy Karmada API server; default true."`
+	DeinitFirst       *bool    `hcl:"deinit_first,optional" doc:"Remove a half-done control plane (karmadactl deinit, then etcd's host data) before init; default true."`
+
+	ControllerManagerArgs []string `hcl:"controller_manager_args,optional" doc:"Extra arguments for karmada-controller-manager, such as \"--feature-gates=Failover=true\"; karmadactl v1.13 init has no flag for them, so the task adds them to the Deployment's container command after init (replacing an argument with the same --name=) and counts init as done only when they are there."`
 
 	Kubeconfig string `hcl:"kubeconfig,optional" doc:"Path of the host cluster's kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
 	Context    string `hcl:"context,optional" doc:"Context in the host kubeconfig to use; default its current-context."`
@@ -117,16 +119,27 @@ func initType() tasks.Type {
 		Name:    "karmadactl_init",
 		Summary: "Install a Karmada control plane on a host cluster with karmadactl init",
 		Doc: `Runs karmadactl init against the host cluster (kubeconfig, context). Each attribute
-maps to one karmadactl init flag; extra_args carries anything else.
+maps to one karmadactl init flag; extra_args carries anything else, and
+controller_manager_args go into karmada-controller-manager's command after init.
 
-When karmada_data/karmada-apiserver.config exists and the Karmada API server it
-points at answers /readyz with ok, the task changes nothing and says "already
-present". karmadactl init cannot be re-run over a half-done attempt, so on a
-retry (attempt 2 and later) or when the host already has the namespace while no
-healthy Karmada API server answers, the task first runs karmadactl deinit --force
-with the same kubeconfig, context and namespace, unless deinit_first is false.
-deinit removes what init created there but keeps the namespace, karmada_data and
-etcd's host data.`,
+The control plane counts as done, and the task changes nothing and says "already
+present", only when all of it is: karmada_data/karmada-apiserver.config exists, the
+Karmada API server it points at answers /readyz with ok and serves the cluster API
+(clusters.cluster.karmada.io, backed by karmada-aggregated-apiserver), and in the
+host namespace every Deployment and StatefulSet is fully ready, among them those
+karmadactl init creates (karmada-apiserver, karmada-aggregated-apiserver,
+kube-controller-manager, karmada-controller-manager, karmada-scheduler,
+karmada-webhook and etcd). A complete control plane is never torn down, on a retry
+neither. karmadactl writes the kubeconfig and starts the API server before the rest,
+so anything less while the namespace exists is a half-done init, which karmadactl
+init cannot install over: the task names what is missing, runs karmadactl deinit
+--force with the same kubeconfig, context and namespace, and, with etcd in hostPath
+mode, removes etcd_data/member (etcd's data) on the machine flow runs on; then it
+installs again. deinit_first = false skips both. deinit keeps the namespace and
+karmada_data.
+
+When only controller_manager_args are missing from a complete control plane, the
+task adds them and waits until karmada-controller-manager has rolled out.`,
 		New: func() tasks.Task { return &Init{} },
 		Outputs: []tasks.Output{
 			{Name: "kubeconfig", Type: cty.String, Doc: "Path of the Karmada API server's kubeconfig, karmada_data/karmada-apiserver.config.", Clean: true},
@@ -182,7 +195,27 @@ func (i *Init) Validate() error {
 	if i.EtcdStorageMode != "" && !slices.Contains(etcdStorageModes, i.EtcdStorageMode) {
 		return attrErr("etcd_storage_mode", "%q is not one of %v", i.EtcdStorageMode, etcdStorageModes)
 	}
+	if err := validateControllerManagerArgs(i.ControllerManagerArgs); err != nil {
+		return err
+	}
 	return validateImages(i, initFlags)
+}
+
+// validateControllerManagerArgs checks that each argument is a --flag and that no
+// flag is set twice, which would never be found in place.
+func validateControllerManagerArgs(args []string) error {
+	seen := map[string]bool{}
+	for _, arg := range args {
+		if !strings.HasPrefix(arg, "--") || len(arg) == 2 {
+			return attrErr("controller_manager_args", "%q is not a --flag", arg)
+		}
+		name, _, _ := strings.Cut(arg, "=")
+		if seen[name] {
+			return attrErr("controller_manager_args", "%s is set twice", name)
+		}
+		seen[name] = true
+	}
+	return nil
 }
 
 // validateImages checks that every attribute named *_image holds an image reference.

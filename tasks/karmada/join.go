@@ -41,6 +41,8 @@ type Join struct {
 	KarmadaAs         string   `hcl:"karmada_as,optional" doc:"User to impersonate in Karmada (--karmada-as)."`
 	KarmadaAsGroups   []string `hcl:"karmada_as_groups,optional" doc:"Groups to impersonate in Karmada (--karmada-as-group, once per group)."`
 	KarmadaAsUID      string   `hcl:"karmada_as_uid,optional" doc:"UID to impersonate in Karmada (--karmada-as-uid)."`
+
+	APIEndpoint string `hcl:"api_endpoint,optional" doc:"The member's API server as Karmada's controllers reach it (the Cluster's spec.apiEndpoint), when it differs from cluster_kubeconfig's server, as behind NAT or port forwards; the task sets it after karmadactl join. Default: the server of cluster_kubeconfig."`
 }
 
 // joinFlags is every flag karmadactl_join emits besides `join CLUSTER`.
@@ -66,9 +68,14 @@ func joinType() tasks.Type {
 and the member (cluster_kubeconfig, cluster_context). Each attribute maps to one
 karmadactl join flag; extra_args carries anything else.
 
-When Karmada already has a Cluster object named cluster, the task changes nothing
-and says "cluster NAME already present"; it does not compare the object with the
-attributes (karmadactl unjoin, then a new run, re-joins a changed member).`,
+When Karmada already has a Cluster object named cluster, the task compares it with
+the member: karmadactl join records the UID of the member's kube-system namespace as
+the Cluster's spec.id. If the member's UID differs (a rebuilt member under the same
+name), the Cluster is stale: the task says so, runs karmadactl unjoin (or deletes the
+Cluster itself when unjoin fails) and joins again. If only spec.apiEndpoint differs
+from api_endpoint (default cluster_kubeconfig's server), it patches spec.apiEndpoint.
+Otherwise it changes nothing and says "cluster NAME already present". Other fields
+(region, zones, provider) are not compared.`,
 		New: func() tasks.Task { return &Join{} },
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada.", Clean: true},
@@ -92,6 +99,9 @@ func (j *Join) Validate() error {
 	if err := validateClusterName("cluster", j.Cluster); err != nil {
 		return err
 	}
+	if err := validateHTTPSURL(j.APIEndpoint); err != nil {
+		return &tasks.AttrError{Attr: "api_endpoint", Err: err}
+	}
 	return joinFlags.validate(j, j.ExtraArgs)
 }
 
@@ -104,37 +114,6 @@ func validateClusterName(attr, name string) error {
 		return attrErr(attr, "%q: %s", name, strings.Join(msgs, "; "))
 	}
 	return nil
-}
-
-// Run joins the member unless Karmada already has its Cluster object.
-func (j *Join) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
-	out := tasks.Outputs{"cluster": cty.StringVal(j.Cluster)}
-	bin := newBinary(j.Karmadactl, j.KarmadactlVersion)
-	if err := bin.checkVersion(ctx, env); err != nil {
-		return nil, err
-	}
-	cluster, err := getCluster(ctx, env, j.Kubeconfig, j.Context, j.Cluster)
-	if err != nil {
-		return nil, fmt.Errorf("join %q: %w", j.Cluster, err)
-	}
-	if cluster != nil {
-		endpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint")
-		fmt.Fprintf(env.Stdout, "cluster %s already present (api endpoint %s)\n", j.Cluster, endpoint)
-		return out, nil
-	}
-	args := append(append([]string{"join", j.Cluster}, joinFlags.args(j)...), j.ExtraArgs...)
-	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
-		// A join left running by a killed run may have created the Cluster
-		// meanwhile; then ours is refused, and the member is joined all the same.
-		if ctx.Err() == nil {
-			if c, gerr := getCluster(ctx, env, j.Kubeconfig, j.Context, j.Cluster); gerr == nil && c != nil {
-				fmt.Fprintf(env.Stdout, "cluster %s was joined by an earlier attempt\n", j.Cluster)
-				return out, nil
-			}
-		}
-		return nil, fmt.Errorf("karmadactl join %q: %w", j.Cluster, err)
-	}
-	return out, nil
 }
 
 // getCluster returns Karmada's Cluster object name, or nil when there is none. A

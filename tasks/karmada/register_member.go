@@ -48,6 +48,8 @@ type Registration struct {
 	ClusterProvider  string   `hcl:"cluster_provider,optional" doc:"Provider of the member, for scheduling (--cluster-provider)."`
 	ClusterRegion    string   `hcl:"cluster_region,optional" doc:"Region of the member, for scheduling (--cluster-region)."`
 	ClusterZones     []string `hcl:"cluster_zones,optional" doc:"Zones of the member, for scheduling (--cluster-zones, joined with commas)."`
+
+	AgentAPIEndpoint string `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
 }
 
 // registerFlags is every flag karmadactl_register emits besides `register ENDPOINT`.
@@ -80,7 +82,13 @@ bootstraps with the token and installs karmada-agent. Each attribute maps to one
 karmadactl register flag; extra_args carries anything else.
 
 When the member already runs the Deployment karmada-agent in namespace, the task
-changes nothing and says "already present". The token is never printed: the
+does not register again and says "already present". With agent_api_endpoint, after
+a register and when the agent is already present, the task makes every server in
+the agent's kubeconfig (Secret karmada-kubeconfig in namespace, which karmadactl
+register fills from Karmada's cluster-info) https://AGENT_API_ENDPOINT and, when it
+changed that or the agent has not been restarted for it yet, restarts karmada-agent
+through a pod-template annotation (flow.dev/karmada-kubeconfig-server); the
+kubeconfig, which holds the agent's client key, is never printed. The token is never printed: the
 command line and karmadactl's output are shown with it replaced by (sensitive).
 karmadactl takes the token only as a flag, so it is visible in the process list of
 the machine flow runs on while the command runs.`,
@@ -120,6 +128,11 @@ func (r *Registration) Validate() error {
 	if err := validateClusterName("cluster_name", r.ClusterName); err != nil {
 		return err
 	}
+	if r.AgentAPIEndpoint != "" {
+		if err := validateEndpoint(r.AgentAPIEndpoint); err != nil {
+			return &tasks.AttrError{Attr: "agent_api_endpoint", Err: err}
+		}
+	}
 	if r.AgentReplicas < 0 {
 		return attrErr("karmada_agent_replicas", "%d must not be negative", r.AgentReplicas)
 	}
@@ -154,6 +167,9 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 	}
 	if present {
 		fmt.Fprintf(env.Stdout, "karmada-agent in namespace %s already present (cluster %s)\n", r.namespace(), r.ClusterName)
+		if err := r.ensureAgentServer(ctx, env); err != nil {
+			return nil, err
+		}
 		return out, nil
 	}
 	args := append(append([]string{"register", r.APIEndpoint}, registerFlags.args(r)...), r.ExtraArgs...)
@@ -164,6 +180,9 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 	stderr.Close()
 	if err != nil {
 		return nil, fmt.Errorf("karmadactl register %q: %w", r.ClusterName, err)
+	}
+	if err := r.ensureAgentServer(ctx, env); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // servers are the real API servers the tests share: karmada, a kube-apiserver
@@ -42,62 +43,104 @@ func TestWithAPIServers(t *testing.T) {
 
 	t.Run("join", s.testJoin)
 	t.Run("join raced by an earlier attempt FakeKarmadactl", s.testJoinRaced)
+	t.Run("join stale unjoin fails FakeKarmadactl", s.testJoinStaleUnjoinFails)
 	t.Run("token", s.testToken)
 	t.Run("init already present", s.testInitPresent)
 	t.Run("init deinit first FakeKarmadactl", s.testInitDeinit)
+	t.Run("init whole control plane FakeKarmadactl", s.testInitPlane)
 	t.Run("register already present FakeKarmadactl", s.testRegisterPresent)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
+	t.Run("register agent api endpoint FakeKarmadactl", s.testRegisterAgentEndpoint)
 }
 
-// Join for real: the Cluster object appears with the member's endpoint; a second
-// run says already present and runs no karmadactl join.
+// Join for real with api_endpoint: the Cluster object appears with the member's
+// identity and api_endpoint; a second run says already present and runs no
+// karmadactl join; a changed spec.apiEndpoint is patched back without a join; a
+// Cluster whose spec.id is not the member's is stale and joined again.
 func (s servers) testJoin(t *testing.T) {
 	bin, record := recordingKarmadactl(t, s.karmadactl)
+	endpoint := strings.Replace(s.member.URL, "127.0.0.1", "localhost", 1)
 	join := &Join{
 		Karmadactl: bin, Cluster: "member1", Kubeconfig: s.karmada.Kubeconfig, Context: "kubetest",
 		ClusterKubeconfig: s.member.Kubeconfig, ClusterRegion: "lab", ClusterZones: []string{"lab-a", "lab-b"},
+		APIEndpoint: endpoint,
 	}
 	if err := join.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	env, buf := taskstest.NewEnv(t)
-	out, err := join.Run(t.Context(), env)
+	kubeSystem, err := s.member.Clientset(t).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, buf)
-	}
-	if out["cluster"].AsString() != "member1" {
-		t.Errorf("outputs = %v", out)
-	}
-	cluster, err := s.karmada.Dynamic(t).Resource(clusters).Get(t.Context(), "member1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("cluster member1 after join: %v\n%s", err, buf)
-	}
-	endpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint")
-	region, _, _ := unstructured.NestedString(cluster.Object, "spec", "region")
-	zones, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "zones")
-	if endpoint != s.member.URL || region != "lab" || !slices.Equal(zones, []string{"lab-a", "lab-b"}) {
-		t.Errorf("cluster spec: apiEndpoint %q region %q zones %q; want %q lab [lab-a lab-b]", endpoint, region, zones, s.member.URL)
-	}
-	if !strings.Contains(buf.String(), "cluster(member1) is joined successfully") {
-		t.Errorf("karmadactl join output not streamed:\n%s", buf)
-	}
-
-	env, buf = taskstest.NewEnv(t)
-	if _, err := join.Run(t.Context(), env); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "cluster member1 already present (api endpoint "+s.member.URL+")") {
-		t.Errorf("second run printed:\n%s", buf)
+	memberID := string(kubeSystem.UID)
+	clusterClient := s.karmada.Dynamic(t).Resource(clusters)
+	run := func(t *testing.T, wantCalls string, printed ...string) {
+		t.Helper()
+		if err := os.Remove(record); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		env, buf := taskstest.NewEnv(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+		defer cancel()
+		out, err := join.Run(ctx, env)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, buf)
+		}
+		if out["cluster"].AsString() != "member1" {
+			t.Errorf("outputs = %v", out)
+		}
+		for _, p := range printed {
+			if !strings.Contains(buf.String(), p) {
+				t.Errorf("printed:\n%s\nwant %q", buf, p)
+			}
+		}
+		if got := strings.Join(subcommands(t, record), " "); got != wantCalls {
+			t.Errorf("karmadactl calls = %q, want %q\n%s", got, wantCalls, buf)
+		}
+		cluster, err := clusterClient.Get(t.Context(), "member1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("cluster member1: %v\n%s", err, buf)
+		}
+		gotEndpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint")
+		id, _, _ := unstructured.NestedString(cluster.Object, "spec", "id")
+		region, _, _ := unstructured.NestedString(cluster.Object, "spec", "region")
+		zones, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "zones")
+		if gotEndpoint != endpoint || id != memberID || region != "lab" || !slices.Equal(zones, []string{"lab-a", "lab-b"}) {
+			t.Errorf("cluster spec: apiEndpoint %q id %q region %q zones %q; want %q %q lab [lab-a lab-b]", gotEndpoint, id, region, zones, endpoint, memberID)
+		}
 	}
-	if got := subcommands(t, record); strings.Join(got, " ") != "version join version" {
-		t.Errorf("karmadactl calls = %q, want version join version", got)
+	patch := func(t *testing.T, spec string) {
+		t.Helper()
+		if _, err := clusterClient.Patch(t.Context(), "member1", types.MergePatchType, []byte(`{"spec":`+spec+`}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
+
+	t.Run("join", func(t *testing.T) {
+		run(t, "version join", "cluster(member1) is joined successfully", "cluster member1: api endpoint "+s.member.URL+" → "+endpoint)
+	})
+	t.Run("again", func(t *testing.T) {
+		run(t, "version", "cluster member1 already present (api endpoint "+endpoint+")")
+	})
+	t.Run("endpoint changed", func(t *testing.T) {
+		patch(t, `{"apiEndpoint":"https://10.0.0.1:6443"}`)
+		run(t, "version", "cluster member1: api endpoint https://10.0.0.1:6443 → "+endpoint)
+	})
+	t.Run("stale", func(t *testing.T) {
+		patch(t, `{"id":"bogus"}`)
+		run(t, "version unjoin join", "cluster member1 is stale (id bogus, the member's is now "+memberID+"); unjoining and joining again",
+			"cluster(member1) is joined successfully")
+	})
 }
 
 // A join left running by a killed run creates the Cluster while the re-run's own
 // join is under way; karmadactl then refuses ("already exist"), and the task
 // succeeds because the member is joined.
 func (s servers) testJoinRaced(t *testing.T) {
+	kubeSystem, err := s.member.Clientset(t).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin, _ := fakeKarmadactl(t, kubetest.KarmadaVersion, map[string]string{
 		"join": "sleep 1; echo 'error: failed to create cluster(member-raced) object. error: cluster(member-raced) already exist' >&2; exit 1",
 	})
@@ -106,7 +149,7 @@ func (s servers) testJoinRaced(t *testing.T) {
 		c := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
 			"metadata": map[string]any{"name": "member-raced"},
-			"spec":     map[string]any{"apiEndpoint": s.member.URL, "syncMode": "Push"},
+			"spec":     map[string]any{"apiEndpoint": s.member.URL, "syncMode": "Push", "id": string(kubeSystem.UID)},
 		}}
 		_, _ = s.karmada.Dynamic(t).Resource(clusters).Create(context.Background(), c, metav1.CreateOptions{})
 	}()
@@ -170,38 +213,8 @@ func caHash(t *testing.T, caFile string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Init with the real binary over a karmada_data whose kubeconfig points at a
-// healthy API server: already present, only the version is checked.
-func (s servers) testInitPresent(t *testing.T) {
-	bin, record := recordingKarmadactl(t, s.karmadactl)
-	data := t.TempDir()
-	kc, err := os.ReadFile(s.karmada.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(data, "karmada-apiserver.config")
-	if err := os.WriteFile(config, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env, buf := taskstest.NewEnv(t)
-	env.Attempt = 2 // a healthy control plane is never torn down
-	out, err := (&Init{Karmadactl: bin, Kubeconfig: s.member.Kubeconfig, KarmadaData: data}).Run(t.Context(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out["kubeconfig"].AsString() != config || out["karmada_data"].AsString() != data {
-		t.Errorf("outputs = %v", out)
-	}
-	if !strings.Contains(buf.String(), "karmada control plane at "+s.karmada.URL+" already present") {
-		t.Errorf("printed:\n%s", buf)
-	}
-	if got := subcommands(t, record); strings.Join(got, " ") != "version" {
-		t.Errorf("karmadactl calls = %q, want only version", got)
-	}
-}
-
 // Init over remains: deinit runs first exactly when the host has the namespace
-// and no healthy Karmada API server answers, unless deinit_first is false. The
+// and the control plane is not complete, unless deinit_first is false. The
 // fake karmadactl records argv; the flags are checked against the real help in
 // TestFlagTablesInPinnedHelp.
 func (s servers) testInitDeinit(t *testing.T) {
@@ -219,10 +232,10 @@ func (s servers) testInitDeinit(t *testing.T) {
 		printed     string
 	}{
 		{"fresh host", "kinit-fresh", false, 1, false, nil, false, "version init", "installing"},
-		{"namespace left over", "kinit-left", true, 1, false, nil, false, "version deinit init", "namespace kinit-left exists but no healthy Karmada API server answers"},
-		{"retry", "kinit-retry", true, 2, true, nil, false, "version deinit init", "attempt 2; removing the half-done control plane first"},
+		{"namespace left over", "kinit-left", true, 1, false, nil, false, "version deinit init", "karmadactl init: half-done (no kubeconfig "},
+		{"retry", "kinit-retry", true, 2, true, nil, false, "version deinit init", "karmadactl init: half-done (karmada API server https://127.0.0.1:1 not ready: "},
 		{"retry without namespace", "kinit-retry-none", false, 3, false, nil, false, "version init", "attempt 3, but the host has no namespace kinit-retry-none; nothing to remove"},
-		{"deinit_first false", "kinit-keep", true, 2, false, &no, false, "version init", "installing"},
+		{"deinit_first false", "kinit-keep", true, 2, false, &no, false, "version init", "deinit_first is false, so installing over it"},
 		{"deinit fails", "kinit-fail", true, 1, false, nil, true, "version deinit", ""},
 	}
 	for _, c := range cases {
@@ -254,7 +267,8 @@ mkdir -p "$d" && : >"$d/karmada-apiserver.config" && echo 'Karmada is installed 
 			}
 			env, buf := taskstest.NewEnv(t)
 			env.Attempt = c.attempt
-			init := &Init{Karmadactl: bin, Kubeconfig: hostKC, Context: "kubetest", Namespace: c.namespace, KarmadaData: data, DeinitFirst: c.deinitFirst}
+			etcd := etcdData(t)
+			init := &Init{Karmadactl: bin, Kubeconfig: hostKC, Context: "kubetest", Namespace: c.namespace, KarmadaData: data, DeinitFirst: c.deinitFirst, EtcdData: etcd}
 			_, err := init.Run(t.Context(), env)
 			if c.deinitFails {
 				if err == nil || !strings.Contains(err.Error(), `karmadactl deinit in namespace "kinit-fail" before init`) {
@@ -269,6 +283,10 @@ mkdir -p "$d" && : >"$d/karmada-apiserver.config" && echo 'Karmada is installed 
 			if !strings.Contains(buf.String(), c.printed) {
 				t.Errorf("printed:\n%s\nwant %q", buf, c.printed)
 			}
+			removed := strings.Contains(c.want, "deinit") && !c.deinitFails
+			if _, err := os.Stat(filepath.Join(etcd, "member")); os.IsNotExist(err) != removed {
+				t.Errorf("etcd's member directory: %v, want removed %v", err, removed)
+			}
 			all := calls(t, record)
 			for _, call := range all {
 				if strings.HasPrefix(call, "deinit") {
@@ -278,7 +296,7 @@ mkdir -p "$d" && : >"$d/karmada-apiserver.config" && echo 'Karmada is installed 
 					}
 				}
 				if strings.HasPrefix(call, "init") {
-					want := "init --kubeconfig=" + hostKC + " --context=kubetest --namespace=" + c.namespace + " --karmada-data=" + data
+					want := "init --kubeconfig=" + hostKC + " --context=kubetest --namespace=" + c.namespace + " --karmada-data=" + data + " --etcd-data=" + etcd
 					if call != want {
 						t.Errorf("init call = %q, want %q", call, want)
 					}

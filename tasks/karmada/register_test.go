@@ -1,0 +1,133 @@
+package karmada
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/flowdev/flow/tasks/taskstest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// testKey stands in for the agent's client key; no output may show it.
+const testKey = "-----BEGIN EC PRIVATE KEY-----\nFLOWTESTKEYMATERIAL0123456789\n-----END EC PRIVATE KEY-----\n"
+
+// createAgent creates, on the member, namespace ns with what karmadactl register
+// leaves there for flow to look at: the agent's kubeconfig Secret, whose server is
+// server, and the Deployment karmada-agent.
+func (s servers) createAgent(t *testing.T, ns, server string) {
+	t.Helper()
+	client := s.member.Clientset(t)
+	if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["karmada-apiserver"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: []byte("dummy CA")}
+	kc.AuthInfos["karmada-agent"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("dummy cert"), ClientKeyData: []byte(testKey)}
+	kc.Contexts["karmada"] = &clientcmdapi.Context{Cluster: "karmada-apiserver", AuthInfo: "karmada-agent"}
+	kc.CurrentContext = "karmada"
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: agentKubeconfigSecret, Namespace: ns},
+		Data:       map[string][]byte{agentKubeconfigSecret: data},
+	}
+	if _, err := client.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": agentDeployment}
+	agent := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: agentDeployment, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: agentDeployment, Image: "docker.io/karmada/karmada-agent:v1.13.0"}}},
+			},
+		},
+	}
+	if _, err := client.AppsV1().Deployments(ns).Create(t.Context(), agent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Register with agent_api_endpoint on a member that already runs karmada-agent:
+// the agent's kubeconfig gets the server, the agent is restarted through its pod
+// template, a second run changes nothing, and the client key is never printed.
+func (s servers) testRegisterAgentEndpoint(t *testing.T) {
+	const ns = "kreg-agent"
+	s.createAgent(t, ns, "https://10.96.0.10:5443")
+	bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"register": "exit 1"})
+	reg := &Registration{Karmadactl: bin, APIEndpoint: "10.96.0.10:5443", Token: goodToken, CACertHash: "sha256:00",
+		ClusterName: "member4", Kubeconfig: s.member.Kubeconfig, Namespace: ns, AgentAPIEndpoint: "127.0.0.1:15443"}
+	if err := reg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	const want = "https://127.0.0.1:15443"
+	client := s.member.Clientset(t)
+	versions := func() (string, string) {
+		secret, err := client.CoreV1().Secrets(ns).Get(t.Context(), agentKubeconfigSecret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent, err := client.AppsV1().Deployments(ns).Get(t.Context(), agentDeployment, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc, err := clientcmd.Load(secret.Data[agentKubeconfigSecret])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kc.Clusters["karmada-apiserver"].Server; got != want {
+			t.Errorf("agent kubeconfig server = %q, want %q", got, want)
+		}
+		if got := string(kc.AuthInfos["karmada-agent"].ClientKeyData); got != testKey {
+			t.Errorf("agent kubeconfig lost its client key")
+		}
+		if got := agent.Spec.Template.Annotations[agentServerAnnotation]; got != want {
+			t.Errorf("karmada-agent pod template annotation %s = %q, want %q", agentServerAnnotation, got, want)
+		}
+		return secret.ResourceVersion, agent.ResourceVersion
+	}
+	noKey := func(t *testing.T, log string) {
+		t.Helper()
+		for _, secret := range []string{"FLOWTESTKEYMATERIAL", base64.StdEncoding.EncodeToString([]byte(testKey))[:20]} {
+			if strings.Contains(log, secret) {
+				t.Errorf("printed the client key:\n%s", log)
+			}
+		}
+	}
+
+	env, buf := taskstest.NewEnv(t)
+	if _, err := reg.Run(t.Context(), env); err != nil {
+		t.Fatalf("%v\n%s", err, buf)
+	}
+	for _, line := range []string{"karmada-agent in namespace kreg-agent already present (cluster member4)", "karmada-agent: karmada API server → " + want} {
+		if !strings.Contains(buf.String(), line) {
+			t.Errorf("printed:\n%s\nwant %q", buf, line)
+		}
+	}
+	noKey(t, buf.String())
+	secretRV, agentRV := versions()
+
+	env, buf = taskstest.NewEnv(t)
+	if _, err := reg.Run(t.Context(), env); err != nil {
+		t.Fatalf("%v\n%s", err, buf)
+	}
+	if strings.Contains(buf.String(), "karmada API server →") {
+		t.Errorf("second run printed:\n%s", buf)
+	}
+	noKey(t, buf.String())
+	if s2, a2 := versions(); s2 != secretRV || a2 != agentRV {
+		t.Errorf("second run changed the secret (%s → %s) or the deployment (%s → %s)", secretRV, s2, agentRV, a2)
+	}
+	if got := strings.Join(subcommands(t, record), " "); got != "version version" {
+		t.Errorf("karmadactl calls = %q, want version version", got)
+	}
+}
