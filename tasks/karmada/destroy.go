@@ -32,7 +32,10 @@ func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 	if err := bin.checkVersion(ctx, env); err != nil {
 		return err
 	}
-	args := append([]string{"unjoin", j.Cluster}, unjoinFlags.args(j)...)
+	args, err := j.unjoinArgs()
+	if err != nil {
+		return fmt.Errorf("unjoin %q: %w", j.Cluster, err)
+	}
 	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
 		return fmt.Errorf("karmadactl unjoin %q: %w", j.Cluster, err)
 	}

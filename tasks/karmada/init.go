@@ -22,6 +22,7 @@ type Init struct {
 	Karmadactl        string   `hcl:"karmadactl,optional" doc:"Path of the karmadactl binary; default \"karmadactl\", looked up in PATH."`
 	KarmadactlVersion string   `hcl:"karmadactl_version,optional" doc:"Version the binary must report; default \"v1.13.0\", the version flow's flags were checked against."`
 	ExtraArgs         []string `hcl:"extra_args,optional" doc:"Further karmadactl init arguments; they must not set a flag an attribute maps."`
+	InternetIPLookup  *bool    `hcl:"internet_ip_lookup,optional" doc:"Let karmadactl init ask https://myexternalip.com/raw for this machine's internet address, which it adds to the Karmada certificate; default true. false, for offline and loopback-only labs, sends init's HTTPS through a closed port on 127.0.0.1 (HTTPS_PROXY), except to the host cluster's API server, advertise_address and NO_PROXY; it needs advertise_address."`
 	DeinitFirst       *bool    `hcl:"deinit_first,optional" doc:"Remove a half-done control plane (karmadactl deinit, then etcd's host data) before init; default true."`
 
 	ControllerManagerArgs []string `hcl:"controller_manager_args,optional" doc:"Extra arguments for karmada-controller-manager, such as \"--feature-gates=Failover=true\"; karmadactl v1.13 init has no flag for them, so the task adds them to the Deployment's container command after init (replacing an argument with the same --name=) and counts init as done only when they are there."`
@@ -177,6 +178,9 @@ func (i *Init) Validate() error {
 	}
 	if i.EtcdReplicas < 0 || (i.EtcdReplicas > 0 && i.EtcdReplicas%2 == 0) {
 		return attrErr("etcd_replicas", "%d: etcd needs an odd number of replicas", i.EtcdReplicas)
+	}
+	if i.InternetIPLookup != nil && !*i.InternetIPLookup && i.AdvertiseAddress == "" {
+		return attrErr("internet_ip_lookup", "false needs advertise_address: init reaches the Karmada API server there, and every other address would go to the closed proxy")
 	}
 	if i.AdvertiseAddress != "" && net.ParseIP(i.AdvertiseAddress) == nil {
 		return attrErr("advertise_address", "%q is not an IP address", i.AdvertiseAddress)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowdev/flow/tasks/kube"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +58,9 @@ func (i *Init) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	}
 	fmt.Fprintf(env.Stdout, "karmadactl init: installing the Karmada control plane in namespace %s\n", i.namespace())
 	args := append(append([]string{"init"}, initFlags.args(i)...), i.ExtraArgs...)
+	if bin.env, err = i.offlineEnv(); err != nil {
+		return nil, fmt.Errorf("karmadactl init in namespace %q: %w", i.namespace(), err)
+	}
 	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
 		return nil, fmt.Errorf("karmadactl init in namespace %q: %w", i.namespace(), err)
 	}
@@ -118,4 +123,35 @@ func (i *Init) removeEtcdData(env *tasks.Env) error {
 	}
 	fmt.Fprintf(env.Stdout, "karmadactl init: removed etcd's data %s\n", member)
 	return nil
+}
+
+// closedProxy is a port on 127.0.0.1 nothing listens on (discard's): a request
+// sent through it fails at once, and never leaves the machine.
+const closedProxy = "http://127.0.0.1:9"
+
+// offlineEnv is init's environment when internet_ip_lookup is false: karmadactl
+// init always asks https://myexternalip.com/raw for the machine's internet address,
+// so its HTTPS goes to closedProxy, except to the host cluster's API server,
+// advertise_address and what NO_PROXY already exempts (Go's HTTP client never
+// proxies loopback addresses anyway). Otherwise nil: the environment as it is.
+func (i *Init) offlineEnv() (map[string]string, error) {
+	if i.InternetIPLookup == nil || *i.InternetIPLookup {
+		return nil, nil
+	}
+	cfg, err := kube.RESTConfig(i.Kubeconfig, i.Context)
+	if err != nil {
+		return nil, fmt.Errorf("host cluster: %w", err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("host cluster server %q: %w", cfg.Host, err)
+	}
+	noProxy := []string{u.Hostname(), i.AdvertiseAddress}
+	for _, name := range []string{"NO_PROXY", "no_proxy"} {
+		if v := os.Getenv(name); v != "" {
+			noProxy = append(noProxy, v)
+		}
+	}
+	np := strings.Join(noProxy, ",")
+	return map[string]string{"HTTPS_PROXY": closedProxy, "https_proxy": closedProxy, "NO_PROXY": np, "no_proxy": np}, nil
 }

@@ -6,14 +6,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowdev/flow/tasks"
-	"github.com/flowdev/flow/tasks/kube"
 	"github.com/zclconf/go-cty/cty"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 )
 
 // agentDeployment is the Deployment karmadactl register creates on the member.
@@ -133,6 +131,9 @@ func (r *Registration) Validate() error {
 			return &tasks.AttrError{Attr: "agent_api_endpoint", Err: err}
 		}
 	}
+	if err := validateDiscoveryTimeout(r.DiscoveryTimeout); err != nil {
+		return err
+	}
 	if r.AgentReplicas < 0 {
 		return attrErr("karmada_agent_replicas", "%d must not be negative", r.AgentReplicas)
 	}
@@ -161,21 +162,30 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 	if err := bin.checkVersion(ctx, env); err != nil {
 		return nil, err
 	}
-	present, err := r.agentPresent(ctx)
+	client, host, err := r.memberClient()
 	if err != nil {
 		return nil, fmt.Errorf("register %q: %w", r.ClusterName, err)
 	}
-	if present {
-		fmt.Fprintf(env.Stdout, "karmada-agent in namespace %s already present (cluster %s)\n", r.namespace(), r.ClusterName)
-		if err := r.ensureAgentServer(ctx, env); err != nil {
-			return nil, err
-		}
+	done, err := r.keepOrClean(ctx, env, client)
+	if err != nil {
+		return nil, fmt.Errorf("register %q: member cluster %s: %w", r.ClusterName, host, err)
+	}
+	if done {
 		return out, nil
 	}
 	args := append(append([]string{"register", r.APIEndpoint}, registerFlags.args(r)...), r.ExtraArgs...)
 	fmt.Fprintln(env.Stdout, redact(strings.Join(append([]string{"karmadactl"}, args...), " "), r.Token))
 	stdout, stderr := newRedactingWriter(env.Stdout, r.Token), newRedactingWriter(env.Stderr, r.Token)
+	registered, fixed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(fixed)
+		if r.AgentAPIEndpoint != "" {
+			r.fixServerDuringRegister(ctx, env, registered)
+		}
+	}()
 	_, _, err = bin.run(ctx, env, args, stdout, stderr)
+	close(registered)
+	<-fixed
 	stdout.Close()
 	stderr.Close()
 	if err != nil {
@@ -187,6 +197,34 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 	return out, nil
 }
 
+// keepOrClean reports whether the member already runs a working karmada-agent (then
+// it points it at agent_api_endpoint and says so), and otherwise removes what a
+// half-done register left, which karmadactl register's preflight would refuse.
+func (r *Registration) keepOrClean(ctx context.Context, env *tasks.Env, client kubernetes.Interface) (bool, error) {
+	state, err := r.agentState(ctx, env, client)
+	if err != nil {
+		return false, err
+	}
+	var why string
+	switch state {
+	case agentNone:
+		return false, nil
+	case agentDeployed:
+		if err := r.ensureAgentServer(ctx, env); err != nil {
+			return false, err
+		}
+		if r.waitAgentAvailable(ctx, client) {
+			fmt.Fprintf(env.Stdout, "karmada-agent in namespace %s already present (cluster %s)\n", r.namespace(), r.ClusterName)
+			return true, nil
+		}
+		why = fmt.Sprintf("deployment %s has no available replica after %v", agentDeployment, agentAvailableWait)
+	case agentLeftovers:
+		why = fmt.Sprintf("secret %s or serviceaccount %s without deployment %s", agentKubeconfigSecret, agentServiceAccount, agentDeployment)
+	}
+	fmt.Fprintf(env.Stdout, "karmadactl register: half-done in namespace %s (%s); removing it and registering again\n", r.namespace(), why)
+	return false, r.removeAgent(ctx, client)
+}
+
 func (r *Registration) namespace() string {
 	if r.Namespace == "" {
 		return defaultNamespace
@@ -194,24 +232,25 @@ func (r *Registration) namespace() string {
 	return r.Namespace
 }
 
-// agentPresent reports whether the member has the karmada-agent Deployment.
-func (r *Registration) agentPresent(ctx context.Context) (bool, error) {
-	cfg, err := kube.RESTConfig(r.Kubeconfig, r.Context)
-	if err != nil {
-		return false, fmt.Errorf("member cluster: %w", err)
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return false, fmt.Errorf("member cluster %s: %w", cfg.Host, err)
-	}
-	_, err = client.Resource(deploymentResource).Namespace(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("member cluster %s: get deployment %s/%s: %w", cfg.Host, r.namespace(), agentDeployment, err)
-	}
-	return true, nil
-}
-
 var _ tasks.Task = (*Registration)(nil)
+
+// validateDiscoveryTimeout refuses the discovery timeouts karmadactl v1.13.0 cannot
+// run with: register also waits for karmada-agent's rollout for
+// time.Duration(int(timeout))*time.Second, nanoseconds taken as seconds, which
+// overflows; where the product wraps negative the wait ends at once and register
+// fails ("wait for Deployment(karmada-system/karmada-agent) rollout: context
+// deadline exceeded"), as 2m does. The default, 5m, wraps positive (a wait of
+// about 150 years, bounded by the task's timeout).
+func validateDiscoveryTimeout(d tasks.Duration) error {
+	if d == "" {
+		return nil
+	}
+	timeout, err := d.Parse()
+	if err != nil {
+		return nil // the flag table's check names it
+	}
+	if wait := timeout * time.Second; timeout > 0 && wait <= 0 {
+		return attrErr("discovery_timeout", "%v: karmadactl %s also takes it, scaled wrongly, as the wait for karmada-agent's rollout, which for this value overflows to a negative time and fails the register at once; leave it unset (5m works) or choose another value", timeout, PinnedVersion)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowdev/flow/tasks/taskstest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,8 +53,73 @@ func (s servers) createAgent(t *testing.T, ns, server string) {
 			},
 		},
 	}
-	if _, err := client.AppsV1().Deployments(ns).Create(t.Context(), agent, metav1.CreateOptions{}); err != nil {
+	created, err := client.AppsV1().Deployments(ns).Create(t.Context(), agent, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	setAvailable(t, s, created, 1)
+}
+
+// setAvailable gives a Deployment the status a deployment controller would, with
+// available replicas: the test API servers run none.
+func setAvailable(t *testing.T, s servers, d *appsv1.Deployment, available int32) {
+	t.Helper()
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: available, ReadyReplicas: available, AvailableReplicas: available}
+	if _, err := s.member.Clientset(t).AppsV1().Deployments(d.Namespace).UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Register over remains: a Secret and ServiceAccount without the Deployment, or a
+// Deployment that never becomes available (a register that failed after its
+// Karmada side was removed), are deleted, then karmadactl register runs.
+func (s servers) testRegisterHalfDone(t *testing.T) {
+	defer func(w time.Duration) { agentAvailableWait = w }(agentAvailableWait)
+	agentAvailableWait = time.Second
+	client := s.member.Clientset(t)
+	for _, c := range []struct {
+		ns, why     string
+		unavailable bool
+	}{
+		{"kreg-leftovers", "secret karmada-kubeconfig or serviceaccount karmada-agent-sa without deployment karmada-agent", false},
+		{"kreg-unavailable", "deployment karmada-agent has no available replica after 1s", true},
+	} {
+		t.Run(c.ns, func(t *testing.T) {
+			s.createAgent(t, c.ns, "https://127.0.0.1:5443")
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agentServiceAccount, Namespace: c.ns}}
+			if _, err := client.CoreV1().ServiceAccounts(c.ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := client.AppsV1().Deployments(c.ns).Get(t.Context(), agentDeployment, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.unavailable {
+				setAvailable(t, s, d, 0)
+			} else if err := client.AppsV1().Deployments(c.ns).Delete(t.Context(), agentDeployment, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"register": "echo registered"})
+			env, buf := taskstest.NewEnv(t)
+			reg := &Registration{Karmadactl: bin, APIEndpoint: "127.0.0.1:5443", Token: goodToken, CACertHash: "sha256:00",
+				ClusterName: "member5", Kubeconfig: s.member.Kubeconfig, Namespace: c.ns}
+			if _, err := reg.Run(t.Context(), env); err != nil {
+				t.Fatalf("%v\n%s", err, buf)
+			}
+			want := "karmadactl register: half-done in namespace " + c.ns + " (" + c.why + "); removing it and registering again"
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("printed:\n%s\nwant %q", buf, want)
+			}
+			if got := strings.Join(subcommands(t, record), " "); got != "version register" {
+				t.Errorf("karmadactl calls = %q, want version register", got)
+			}
+			if _, err := client.CoreV1().Secrets(c.ns).Get(t.Context(), agentKubeconfigSecret, metav1.GetOptions{}); err == nil {
+				t.Errorf("the secret %s survived", agentKubeconfigSecret)
+			}
+			if _, err := client.CoreV1().ServiceAccounts(c.ns).Get(t.Context(), agentServiceAccount, metav1.GetOptions{}); err == nil {
+				t.Errorf("the serviceaccount %s survived", agentServiceAccount)
+			}
+		})
 	}
 }
 

@@ -49,6 +49,7 @@ func TestWithAPIServers(t *testing.T) {
 	t.Run("init deinit first FakeKarmadactl", s.testInitDeinit)
 	t.Run("init whole control plane FakeKarmadactl", s.testInitPlane)
 	t.Run("register already present FakeKarmadactl", s.testRegisterPresent)
+	t.Run("register half-done FakeKarmadactl", s.testRegisterHalfDone)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
 	t.Run("register agent api endpoint FakeKarmadactl", s.testRegisterAgentEndpoint)
 }
@@ -334,9 +335,11 @@ func (s servers) testRegisterPresent(t *testing.T) {
 			},
 		},
 	}
-	if _, err := client.AppsV1().Deployments(ns).Create(t.Context(), agent, metav1.CreateOptions{}); err != nil {
+	created, err := client.AppsV1().Deployments(ns).Create(t.Context(), agent, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	setAvailable(t, s, created, 1)
 	bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"register": "exit 1"})
 	env, buf := taskstest.NewEnv(t)
 	reg := &Registration{Karmadactl: bin, APIEndpoint: "127.0.0.1:5443", Token: goodToken, CACertHash: "sha256:00",

@@ -68,6 +68,8 @@ func TestValidate(t *testing.T) {
 		return r
 	}
 	taskstest.CheckValidate(t, []taskstest.ValidateCase{
+		{Name: "register discovery_timeout karmadactl overflows", Task: register(func(r *Registration) { r.DiscoveryTimeout = "2m" }), Attr: "discovery_timeout", Msg: "overflows to a negative time"},
+		{Name: "register discovery_timeout default", Task: register(func(r *Registration) { r.DiscoveryTimeout = "5m" })},
 		{Name: "init minimal", Task: &Init{}},
 		{Name: "init full", Task: &Init{KarmadactlVersion: "v1.13.0", WaitTimeout: "0s", CertValidity: "8760h", Port: 32443,
 			AdvertiseAddress: "10.0.0.1", CertExternalIP: []string{"::1"}, ImagePullPolicy: "Always", EtcdStorageMode: "emptyDir",
@@ -77,6 +79,8 @@ func TestValidate(t *testing.T) {
 		{Name: "init fractional wait_timeout", Task: &Init{WaitTimeout: "1500ms"}, Attr: "wait_timeout", Msg: "whole seconds"},
 		{Name: "init negative cert validity", Task: &Init{CertValidity: "-1h"}, Attr: "cert_validity_period", Msg: "negative"},
 		{Name: "init bad port", Task: &Init{Port: 70000}, Attr: "port", Msg: "not a port"},
+		{Name: "init offline without advertise_address", Task: &Init{InternetIPLookup: &no}, Attr: "internet_ip_lookup", Msg: "needs advertise_address"},
+		{Name: "init offline", Task: &Init{InternetIPLookup: &no, AdvertiseAddress: "127.0.0.1"}},
 		{Name: "init even etcd replicas", Task: &Init{EtcdReplicas: 2}, Attr: "etcd_replicas", Msg: "odd"},
 		{Name: "init bad advertise address", Task: &Init{AdvertiseAddress: "karmada.lab"}, Attr: "advertise_address", Msg: "not an IP"},
 		{Name: "init bad cert ip", Task: &Init{CertExternalIP: []string{"10.0.0.1", "x"}}, Attr: "cert_external_ip", Msg: `"x"`},

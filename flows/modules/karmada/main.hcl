@@ -147,8 +147,10 @@ task "karmadactl_init" "karmada" {
   crds                    = var.crds
   advertise_address       = var.advertise_address
   cert_external_ip        = var.cert_external_ip
+  internet_ip_lookup      = var.internet_ip_lookup
   private_image_registry  = var.registry
   kube_image_tag          = var.kube_image_tag
+  controller_manager_args = var.controller_manager_args
   wait_timeout            = "5m"
   timeout                 = "20m"
 }
@@ -160,6 +162,7 @@ task "karmadactl_join" "push" {
   cluster            = each.key
   kubeconfig         = karmadactl_init.karmada.kubeconfig
   cluster_kubeconfig = var.kubeconfigs[each.key]
+  api_endpoint       = lookup(var.api_endpoints, each.key, "")
   timeout            = "5m"
   retry {
     attempts = 3
@@ -187,6 +190,7 @@ task "karmadactl_register" "pull" {
   cluster_name        = each.key
   kubeconfig          = var.kubeconfigs[each.key]
   karmada_agent_image = "${var.registry}/karmada-agent:${var.karmadactl_version}"
+  agent_api_endpoint  = var.agent_api_endpoint
   timeout             = "5m"
 }
 

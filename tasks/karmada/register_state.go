@@ -1,0 +1,139 @@
+package karmada
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// agentServiceAccount is the ServiceAccount karmadactl v1.13 register creates for
+// karmada-agent (register.KarmadaAgentServiceAccountName). With the kubeconfig
+// Secret and the Deployment, it is what register's preflight refuses to find.
+const agentServiceAccount = "karmada-agent-sa"
+
+// agentAvailableWait bounds how long an existing karmada-agent may take to become
+// available (it restarts when the task rewrote its server) before it counts as the
+// remains of a half-done register.
+var agentAvailableWait = 90 * time.Second
+
+// agentState is what a member holds of an earlier register.
+type agentState int
+
+const (
+	agentNone      agentState = iota // nothing: register from scratch
+	agentLeftovers                   // the Secret or ServiceAccount without the Deployment
+	agentDeployed                    // the Deployment
+)
+
+func (r *Registration) memberClient() (kubernetes.Interface, string, error) {
+	cfg, err := kube.RESTConfig(r.Kubeconfig, r.Context)
+	if err != nil {
+		return nil, "", fmt.Errorf("member cluster: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("member cluster %s: %w", cfg.Host, err)
+	}
+	return client, cfg.Host, nil
+}
+
+// agentState reads which of register's objects the member has.
+func (r *Registration) agentState(ctx context.Context, env *tasks.Env, client kubernetes.Interface) (agentState, error) {
+	ns := r.namespace()
+	exists := func(get func() error) (bool, error) {
+		_, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (struct{}, error) { return struct{}{}, get() })
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return true, nil
+	}
+	deployed, err := exists(func() error {
+		_, err := client.AppsV1().Deployments(ns).Get(ctx, agentDeployment, metav1.GetOptions{})
+		return err
+	})
+	if err != nil || deployed {
+		return agentDeployed, err
+	}
+	for _, get := range []func() error{
+		func() error {
+			_, err := client.CoreV1().Secrets(ns).Get(ctx, agentKubeconfigSecret, metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, agentServiceAccount, metav1.GetOptions{})
+			return err
+		},
+	} {
+		if found, err := exists(get); err != nil || found {
+			return agentLeftovers, err
+		}
+	}
+	return agentNone, nil
+}
+
+// waitAgentAvailable waits until karmada-agent has an available replica, for at
+// most agentAvailableWait, and reports whether it has.
+func (r *Registration) waitAgentAvailable(ctx context.Context, client kubernetes.Interface) bool {
+	ctx, cancel := context.WithTimeout(ctx, agentAvailableWait)
+	defer cancel()
+	for {
+		d, err := client.AppsV1().Deployments(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
+		if err == nil && d.Status.AvailableReplicas > 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// removeAgent deletes register's objects from the member, so that karmadactl
+// register, whose preflight refuses any of them, can run again. Absent ones are fine.
+func (r *Registration) removeAgent(ctx context.Context, client kubernetes.Interface) error {
+	ns := r.namespace()
+	background := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &background}
+	for what, del := range map[string]func() error{
+		"deployment " + agentDeployment:         func() error { return client.AppsV1().Deployments(ns).Delete(ctx, agentDeployment, opts) },
+		"secret " + agentKubeconfigSecret:       func() error { return client.CoreV1().Secrets(ns).Delete(ctx, agentKubeconfigSecret, opts) },
+		"serviceaccount " + agentServiceAccount: func() error { return client.CoreV1().ServiceAccounts(ns).Delete(ctx, agentServiceAccount, opts) },
+	} {
+		if err := del(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s in namespace %s: %w", what, ns, err)
+		}
+	}
+	return nil
+}
+
+// fixServerDuringRegister points the agent's kubeconfig at agent_api_endpoint as
+// soon as karmadactl register has written it, until done is closed: register waits
+// for the agent to roll out, which it cannot while its server is one only this
+// machine reaches. Objects not created yet are tried again every half second.
+func (r *Registration) fixServerDuringRegister(ctx context.Context, env *tasks.Env, done <-chan struct{}) {
+	quiet := *env
+	quiet.Stdout, quiet.TransientRetry = io.Discard, -1
+	for {
+		if err := r.ensureAgentServer(ctx, &quiet); err == nil {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
