@@ -150,15 +150,15 @@ task "exec" "drain" {
 }
 
 task "wait_ready" "moved_off" {
-  description       = "Karmada evicts the replicas from the drained member once its taint's toleration is up."
-  kind              = "karmada_placement"
-  kubeconfig        = local.karmada_kubeconfig
-  namespace         = var.namespace
-  name              = local.binding
-  placement_absent  = [local.drained]
-  interval          = "2s"
-  wait_timeout      = local.move_wait
-  depends_on        = [exec.drain]
+  description      = "Karmada evicts the replicas from the drained member once its taint's toleration is up."
+  kind             = "karmada_placement"
+  kubeconfig       = local.karmada_kubeconfig
+  namespace        = var.namespace
+  name             = local.binding
+  placement_absent = [local.drained]
+  interval         = "2s"
+  wait_timeout     = local.move_wait
+  depends_on       = [exec.drain]
 }
 
 # --- restore it and reschedule: the replicas come back ----------------------------------------
