@@ -62,9 +62,14 @@ func patchArgs(ctx context.Context, env *tasks.Env, deployments dynamic.Resource
 		return 0, nil
 	}
 	const path = "/spec/template/spec/containers/0/command"
+	// karmadactl's pods repel their own kind (required anti-affinity), so on a host
+	// cluster with fewer nodes than replicas+1 a surge pod is never scheduled and the
+	// rollout never ends: replace the old pod first instead.
+	oneAtATime := map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": 0, "maxUnavailable": 1}}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": path, "value": cmd},
 		{"op": "replace", "path": path, "value": next},
+		{"op": "add", "path": "/spec/strategy", "value": oneAtATime},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("deployment %s: %w", name, err)

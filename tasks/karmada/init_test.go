@@ -236,6 +236,11 @@ func (s servers) testInitPlane(t *testing.T) {
 			if got := d.Spec.Template.Spec.Containers[0].Command; !slices.Equal(got, want) {
 				t.Errorf("karmada-controller-manager command = %q, want %q", got, want)
 			}
+			// One pod at a time: the surge pod of a rolling update would never be
+			// scheduled next to the old one on a one-node host (required anti-affinity).
+			if ru := d.Spec.Strategy.RollingUpdate; c.command != nil && (ru == nil || ru.MaxSurge.IntValue() != 0 || ru.MaxUnavailable.IntValue() != 1) {
+				t.Errorf("karmada-controller-manager strategy = %+v, want maxSurge 0, maxUnavailable 1", d.Spec.Strategy)
+			}
 		})
 	}
 }

@@ -3,7 +3,6 @@ package karmada
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/flowdev/flow/tasks"
@@ -122,10 +121,10 @@ func (r *Registration) removeAgent(ctx context.Context, client kubernetes.Interf
 // for the agent to roll out, which it cannot while its server is one only this
 // machine reaches. Objects not created yet are tried again every half second.
 func (r *Registration) fixServerDuringRegister(ctx context.Context, env *tasks.Env, done <-chan struct{}) {
-	quiet := *env
-	quiet.Stdout, quiet.TransientRetry = io.Discard, -1
+	polling := *env
+	polling.TransientRetry = -1 // a missing object is tried again here
 	for {
-		if err := r.ensureAgentServer(ctx, &quiet); err == nil {
+		if err := r.ensureAgentServer(ctx, &polling); err == nil {
 			return
 		}
 		select {
