@@ -3,7 +3,7 @@
 # member clusters' NotReady/unreachable taints tolerated for toleration_seconds), so all its
 # replicas run in one member; that member is cordoned and given the drill's NoExecute
 # taint, which the policy tolerates as long as a failing member; once the toleration is up
-# Karmada evicts the replicas and they move to the next cluster. Then the member is
+# Karmada evicts the replicas and they move to the other members. Then the member is
 # uncordoned, its taint removed, the workload rescheduled, and its replicas come back. The
 # ResourceBinding's placement is printed before, during and after.
 # Needs flows/lab.hcl (or flows/k8s-lab) to have run, with the Failover feature gate on
