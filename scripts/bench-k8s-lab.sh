@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/bench-k8s-lab.sh — the Kubernetes lab (flows/k8s-lab) against the real LXD daemon:
 # a cold run from a torn-down lab with every build cache warm, the time from each member's
-# launch to its node Ready and to its web pods Ready (read from the run's checkpoints), a
+# launch to its node Ready and to its web pods Ready, karmadactl init alone and the host
+# cluster's launch to nginx through Karmada (read from the run's checkpoints), a
 # second `flow run` of the finished lab, the lab's memory and CPU at rest
 # (scripts/lab-usage.sh), and the teardown. docs/performance.md quotes it.
 #
@@ -34,6 +35,11 @@ for m in ("member1", "member2", "member3"):
     node = t(tasks[f"wait_ready.member_node[\"{m}\"]"]["finished_at"])
     pods = t(tasks[f"wait_ready.web[\"{m}\"]"]["finished_at"])
     print(f"{m}: launch -> node Ready {(node - launch).total_seconds():6.1f} s, -> web pods Ready {(pods - launch).total_seconds():6.1f} s")
+init = tasks["module.karmada.karmadactl_init.karmada"]
+print(f"karmadactl init alone: {(t(init["finished_at"]) - t(init["started_at"])).total_seconds():6.1f} s")
+launch = t(tasks["lxd_launch.member[\"karmada-host\"]"]["started_at"])
+done = max(t(x["finished_at"]) for a, x in tasks.items() if a.startswith("module.karmada.wait_ready.nginx"))
+print(f"host cluster launch -> nginx through Karmada in every member: {(done - launch).total_seconds():6.1f} s")
 '
 }
 
@@ -44,6 +50,6 @@ for rep in $(seq "$REPS"); do
   milestones "$WORK/cold.db"
   timed "run again on the finished lab" "$FLOW" run flows/k8s-lab --new --state "$WORK/cold.db"
   echo "# at rest, ${IDLE}s after the run"
-  bash scripts/lab-usage.sh "$IDLE" member1 member2 member3 lab-registry lab-upstream
+  bash scripts/lab-usage.sh "$IDLE" karmada-host member1 member2 member3 lab-registry lab-upstream
   timed "teardown of the finished lab" teardown
 done
