@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-drill demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -85,10 +85,11 @@ bench-lab: build
 bench-k8s-lab: build
 	bash scripts/bench-k8s-lab.sh
 
-# The main job on this machine: the Kubernetes lab (flows/k8s-lab): three LXD members that
-# are real single-node clusters, behind proxy devices on 127.0.0.1:16441/16442/16444, a
-# registry on 127.0.0.1:32000 preloaded with images built here, and workloads running in
-# them. The first run builds what is missing (binaries, root file systems, the member image:
+# The main job on this machine: the Kubernetes lab (flows/k8s-lab): three LXD members and a
+# host cluster that are real single-node clusters, behind proxy devices on
+# 127.0.0.1:16441/16442/16444 and 16443, a registry on 127.0.0.1:32000 preloaded with images
+# built here, workloads running in them, and Karmada installed by karmadactl init in the
+# host cluster with the members joined (push) and registered (pull). The first run builds what is missing (binaries, root file systems, the member image:
 # about 30 minutes on 2 cores); later runs reuse every cache. Interrupt it, then
 # `make demo-resume`; `make demo-teardown` removes everything it created but the caches.
 DEMO_STATE := .flow/k8s-lab.db
@@ -103,6 +104,11 @@ demo-resume: build
 
 demo-teardown: build
 	./$(BIN) run flows/k8s-lab-teardown.hcl --new --state .flow/k8s-lab-teardown.db
+
+# The seed's failover drill on the running lab (flows/failover-drill.hcl).
+demo-drill: build
+	./$(BIN) run flows/failover-drill.hcl --new --state .flow/failover-drill.db \
+		--var-file flows/k8s-lab/vars/failover-drill.hcl --var karmadactl_path=$(HOME)/.cache/flow/bin/karmadactl-v1.13.0
 
 # The fast variant: busybox members serving a page, no Kubernetes (flows/local-lab.hcl).
 BUSYBOX_STATE := .flow/local-lab.db

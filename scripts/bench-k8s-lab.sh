@@ -36,10 +36,12 @@ for m in ("member1", "member2", "member3"):
     pods = t(tasks[f"wait_ready.web[\"{m}\"]"]["finished_at"])
     print(f"{m}: launch -> node Ready {(node - launch).total_seconds():6.1f} s, -> web pods Ready {(pods - launch).total_seconds():6.1f} s")
 init = tasks["module.karmada.karmadactl_init.karmada"]
-print(f"karmadactl init alone: {(t(init["finished_at"]) - t(init["started_at"])).total_seconds():6.1f} s")
+init_secs = (t(init["finished_at"]) - t(init["started_at"])).total_seconds()
+print(f"karmadactl init alone: {init_secs:6.1f} s")
 launch = t(tasks["lxd_launch.member[\"karmada-host\"]"]["started_at"])
 done = max(t(x["finished_at"]) for a, x in tasks.items() if a.startswith("module.karmada.wait_ready.nginx"))
-print(f"host cluster launch -> nginx through Karmada in every member: {(done - launch).total_seconds():6.1f} s")
+phase = (done - launch).total_seconds()
+print(f"host cluster launch -> nginx through Karmada in every member: {phase:6.1f} s")
 '
 }
 
