@@ -25,7 +25,7 @@ test: build
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
-	$(GO) test -count=1 -timeout 45m $(PKGS)
+	$(GO) test -count=1 -timeout 75m $(PKGS)
 	$(MAKE) --no-print-directory fault-lxd
 	$(MAKE) --no-print-directory fuzz-short
 

@@ -258,98 +258,20 @@ task "lxd_profile" "microk8s" {
   depends_on = [exec.lxd_init]
 }
 
-task "lxd_launch" "member" {
-  for_each = var.members
-  name     = each.key
-  image    = var.ubuntu_image
-  profiles = ["default", lxd_profile.microk8s.name]
-  # cloud-init finishing means the network is up and snapd is seeded.
-  wait_for     = ["cloud-init", "status", "--wait"]
-  wait_timeout = "10m"
-  timeout      = "20m"
-  depends_on   = [exec.lxd_forward]
-  retry {
-    attempts = 2
-    delay    = "30s"
-  }
-}
-
-task "lxd_exec" "microk8s_install" {
-  for_each = var.members
-  instance = lxd_launch.member[each.key].name
-  script   = "snap list microk8s >/dev/null 2>&1 && echo 'microk8s already present' || snap install microk8s --classic --channel=${var.microk8s_channel}"
-  timeout  = "15m"
-  retry {
-    attempts  = 4
-    delay     = "15s"
-    max_delay = "2m"
-  }
-}
-
-task "lxd_exec" "microk8s_ready" {
-  for_each   = var.members
-  instance   = lxd_launch.member[each.key].name
-  script     = <<-EOT
-    export PATH="$PATH:/snap/bin"
-    microk8s status --wait-ready --timeout 600
-    microk8s enable dns hostpath-storage
-  EOT
-  timeout    = "20m"
-  depends_on = [lxd_exec.microk8s_install[each.key]]
-  retry {
-    attempts = 2
-    delay    = "30s"
-  }
-}
-
-task "proxy_device" "api" {
-  for_each   = var.members
-  instance   = lxd_launch.member[each.key].name
-  name       = "k8s-api"
-  listen     = "tcp:127.0.0.1:${each.value}"
-  connect    = "tcp:127.0.0.1:${local.member_api_port}"
-  depends_on = [lxd_exec.microk8s_ready[each.key]]
-}
-
-# `microk8s config` prints the member's admin kubeconfig: never shown, logged or stored.
-task "lxd_exec" "microk8s_config" {
+# Each member's chain — launch, MicroK8s, the API's proxy device, its kubeconfig, its lxdbr0
+# address, Ready nodes — is flows/modules/microk8s-member, also flows/pull-mode.hcl's; one
+# instance per member, so member1's chain never waits for member2's.
+module "member" {
+  source           = "./modules/microk8s-member"
   for_each         = var.members
-  instance         = lxd_launch.member[each.key].name
-  command          = ["/snap/bin/microk8s", "config"]
-  sensitive_stdout = true
-  depends_on       = [lxd_exec.microk8s_ready[each.key]]
-}
-
-# For the host: the member's API through its proxy device. MicroK8s names every context
-# "microk8s"; renaming them after the member lets the files be merged.
-task "kubeconfig" "member" {
-  for_each     = var.members
-  content      = lxd_exec.microk8s_config[each.key].stdout
-  server       = "https://${proxy_device.api[each.key].address}"
-  cluster_name = each.key
-  context_name = each.key
-  user_name    = each.key
-  path         = "${var.config_dir}/${each.key}.config"
-}
-
-# The container's lxdbr0 address: eth0's, not the pod network's that MicroK8s adds (which
-# lxd_launch's ipv4 output would list too, once MicroK8s runs).
-task "lxd_exec" "address" {
-  for_each   = var.members
-  instance   = lxd_launch.member[each.key].name
-  script     = <<-EOT
-    addr=$(ip -4 -o addr show dev eth0 scope global | awk '{ sub("/.*", "", $4); print $4; exit }')
-    test -n "$addr" && echo "$addr"
-  EOT
-  depends_on = [lxd_exec.microk8s_ready[each.key]]
-}
-
-task "wait_ready" "nodes" {
-  for_each     = var.members
-  kind         = "nodes"
-  kubeconfig   = kubeconfig.member[each.key].path
-  interval     = "2s"
-  wait_timeout = "10m"
+  name             = each.key
+  host_port        = each.value
+  image            = var.ubuntu_image
+  profiles         = ["default", lxd_profile.microk8s.name]
+  microk8s_channel = var.microk8s_channel
+  config_dir       = var.config_dir
+  api_port         = local.member_api_port
+  depends_on       = [exec.lxd_forward]
 }
 
 # --- Karmada: the phase flows/k8s-lab runs on our own member image ---------------------------
@@ -369,15 +291,15 @@ module "karmada" {
   kube_image_tag     = var.kube_version
   push_members       = local.push_members
   pull_members       = var.pull_members
-  kubeconfigs        = { for m, k in kubeconfig.member : m => k.path }
-  api_endpoints      = { for m in local.push_members : m => "https://${lxd_exec.address[m].stdout}:${local.member_api_port}" }
+  kubeconfigs        = { for m in keys(var.members) : m => module.member[m].kubeconfig }
+  api_endpoints      = { for m in local.push_members : m => "https://${module.member[m].address}:${local.member_api_port}" }
   nginx_clusters     = sort(keys(var.members))
-  depends_on         = [exec.karmadactl, image_mirror.karmada, wait_ready.nodes]
+  depends_on         = [exec.karmadactl, image_mirror.karmada, module.member]
 }
 
 output "kubeconfigs" {
   description = "Each member's kubeconfig on the host (through its proxy device)."
-  value       = { for m, k in kubeconfig.member : m => k.path }
+  value       = { for m in keys(var.members) : m => module.member[m].kubeconfig }
 }
 
 output "karmada_kubeconfig" {
