@@ -138,17 +138,23 @@ func checkFailoverDrill(t *testing.T, tag, root, configDir string) {
 	if r.code != 0 {
 		t.Fatalf("failover-drill exited %d\n%s", r.code, r.desc)
 	}
-	out := waitStatus(t, tag, root, state, time.Minute, "the drill's outputs", func(statusDoc) bool { return true }).Outputs
-	before, during, after := string(out["placement_before"]), string(out["placement_during"]), string(out["placement_after"])
-	t.Logf("placement before %s, during %s, after %s; moved off after %s s", before, during, after, out["moved_off_after"])
-	if !strings.Contains(before, "member1") || strings.Contains(during, "member1") || !strings.Contains(after, "member1") {
-		t.Errorf("placement before %s, during %s, after %s: want member1, then not, then member1 again", before, during, after)
+	raw := waitStatus(t, tag, root, state, time.Minute, "the drill's outputs", func(statusDoc) bool { return true }).Outputs
+	var out struct {
+		Before, During, After map[string]int
+		MovedOffAfter         float64
 	}
-	var seconds float64
-	if err := json.Unmarshal(out["moved_off_after"], &seconds); err != nil {
-		t.Fatalf("moved_off_after %s: %v", out["moved_off_after"], err)
+	for name, dst := range map[string]any{"placement_before": &out.Before, "placement_during": &out.During,
+		"placement_after": &out.After, "moved_off_after": &out.MovedOffAfter} {
+		var v struct{ Value json.RawMessage }
+		if err := json.Unmarshal(raw[name], &v); err != nil || json.Unmarshal(v.Value, dst) != nil {
+			t.Fatalf("output %s = %s (%v)", name, raw[name], err)
+		}
 	}
-	if d := time.Duration(seconds * float64(time.Second)); d > karmadaDrillToleration+time.Minute {
+	t.Logf("placement before %v, during %v, after %v; moved off %.1f s after the drain", out.Before, out.During, out.After, out.MovedOffAfter)
+	if out.Before["member1"] == 0 || out.During["member1"] != 0 || len(out.During) == 0 || out.After["member1"] == 0 {
+		t.Errorf("placement before %v, during %v, after %v: want member1, then others, then member1 again", out.Before, out.During, out.After)
+	}
+	if d := time.Duration(out.MovedOffAfter * float64(time.Second)); d > karmadaDrillToleration+time.Minute {
 		t.Errorf("the replicas left member1 %v after the drain, want within %v", d, karmadaDrillToleration+time.Minute)
 	}
 	ctx := context.Background()
