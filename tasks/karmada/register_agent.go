@@ -2,17 +2,17 @@ package karmada
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -37,21 +37,17 @@ func (r *Registration) ensureAgentServer(ctx context.Context, env *tasks.Env) er
 		return nil
 	}
 	server := "https://" + r.AgentAPIEndpoint
-	cfg, err := kube.RESTConfig(r.Kubeconfig, r.Context)
+	client, host, err := r.memberClient()
 	if err != nil {
-		return fmt.Errorf("karmada-agent server: member cluster: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("karmada-agent server: member cluster %s: %w", cfg.Host, err)
+		return fmt.Errorf("karmada-agent server: %w", err)
 	}
 	changed, err := r.setSecretServer(ctx, env, client, server)
 	if err != nil {
-		return fmt.Errorf("karmada-agent server: member cluster %s: %w", cfg.Host, err)
+		return fmt.Errorf("karmada-agent server: member cluster %s: %w", host, err)
 	}
 	restarted, err := r.restartAgent(ctx, env, client, server, changed)
 	if err != nil {
-		return fmt.Errorf("karmada-agent server: member cluster %s: %w", cfg.Host, err)
+		return fmt.Errorf("karmada-agent server: member cluster %s: %w", host, err)
 	}
 	if changed || restarted {
 		fmt.Fprintf(env.Stdout, "karmada-agent: karmada API server → %s\n", server)
@@ -62,18 +58,22 @@ func (r *Registration) ensureAgentServer(ctx context.Context, env *tasks.Env) er
 // setSecretServer sets server in every cluster of the agent's kubeconfig Secret
 // and reports whether it changed the Secret. The update carries the
 // resourceVersion read, so a concurrent change fails instead of being lost.
-func (r *Registration) setSecretServer(ctx context.Context, env *tasks.Env, client kubernetes.Interface, server string) (bool, error) {
-	secrets := client.CoreV1().Secrets(r.namespace())
-	secret, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*corev1.Secret, error) {
+func (r *Registration) setSecretServer(ctx context.Context, env *tasks.Env, client dynamic.Interface, server string) (bool, error) {
+	secrets := client.Resource(secretResource).Namespace(r.namespace())
+	secret, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
 		return secrets.Get(ctx, agentKubeconfigSecret, metav1.GetOptions{})
 	})
 	if err != nil {
 		return false, fmt.Errorf("get secret %s/%s: %w", r.namespace(), agentKubeconfigSecret, err)
 	}
 	where := fmt.Sprintf("secret %s/%s key %s", r.namespace(), agentKubeconfigSecret, agentKubeconfigSecret)
-	data, ok := secret.Data[agentKubeconfigSecret]
+	encoded, ok, _ := unstructured.NestedString(secret.Object, "data", agentKubeconfigSecret)
 	if !ok {
 		return false, fmt.Errorf("%s: absent", where)
+	}
+	data, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return false, fmt.Errorf("%s: not base64", where)
 	}
 	kc, err := clientcmd.Load(data)
 	if err != nil {
@@ -96,7 +96,9 @@ func (r *Registration) setSecretServer(ctx context.Context, env *tasks.Env, clie
 	if err != nil {
 		return false, fmt.Errorf("%s: encode the kubeconfig", where)
 	}
-	secret.Data[agentKubeconfigSecret] = out
+	if err := unstructured.SetNestedField(secret.Object, base64.StdEncoding.EncodeToString(out), "data", agentKubeconfigSecret); err != nil {
+		return false, fmt.Errorf("%s: %w", where, err)
+	}
 	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{FieldManager: "flow"}); err != nil {
 		return false, fmt.Errorf("update %s: %w", where, err)
 	}
@@ -108,19 +110,20 @@ func (r *Registration) setSecretServer(ctx context.Context, env *tasks.Env, clie
 // annotation differs; it reports whether it did. A changed Secret under an
 // annotation that already names server restarts the agent as kubectl rollout
 // restart does (kubectl.kubernetes.io/restartedAt).
-func (r *Registration) restartAgent(ctx context.Context, env *tasks.Env, client kubernetes.Interface, server string, changed bool) (bool, error) {
-	deployments := client.AppsV1().Deployments(r.namespace())
-	agent, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*appsv1.Deployment, error) {
+func (r *Registration) restartAgent(ctx context.Context, env *tasks.Env, client dynamic.Interface, server string, changed bool) (bool, error) {
+	deployments := client.Resource(deploymentResource).Namespace(r.namespace())
+	agent, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
 		return deployments.Get(ctx, agentDeployment, metav1.GetOptions{})
 	})
 	if err != nil {
 		return false, fmt.Errorf("get deployment %s/%s: %w", r.namespace(), agentDeployment, err)
 	}
-	if !changed && agent.Spec.Template.Annotations[agentServerAnnotation] == server {
+	have, _, _ := unstructured.NestedString(agent.Object, "spec", "template", "metadata", "annotations", agentServerAnnotation)
+	if !changed && have == server {
 		return false, nil
 	}
 	annotations := map[string]string{agentServerAnnotation: server}
-	if agent.Spec.Template.Annotations[agentServerAnnotation] == server {
+	if have == server {
 		annotations["kubectl.kubernetes.io/restartedAt"] = time.Now().UTC().Format(time.RFC3339)
 	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
@@ -129,7 +132,7 @@ func (r *Registration) restartAgent(ctx context.Context, env *tasks.Env, client 
 	if err != nil {
 		return false, err
 	}
-	if _, err := deployments.Patch(ctx, agentDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "flow"}); err != nil {
+	if _, err := deployments.Patch(ctx, agentDeployment, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "flow"}); err != nil {
 		return false, fmt.Errorf("restart deployment %s/%s: %w", r.namespace(), agentDeployment, err)
 	}
 	return true, nil

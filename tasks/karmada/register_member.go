@@ -11,7 +11,7 @@ import (
 	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 )
 
 // agentDeployment is the Deployment karmadactl register creates on the member.
@@ -200,7 +200,7 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 // keepOrClean reports whether the member already runs a working karmada-agent (then
 // it points it at agent_api_endpoint and says so), and otherwise removes what a
 // half-done register left, which karmadactl register's preflight would refuse.
-func (r *Registration) keepOrClean(ctx context.Context, env *tasks.Env, client kubernetes.Interface) (bool, error) {
+func (r *Registration) keepOrClean(ctx context.Context, env *tasks.Env, client dynamic.Interface) (bool, error) {
 	state, err := r.agentState(ctx, env, client)
 	if err != nil {
 		return false, err

@@ -9,7 +9,16 @@ import (
 	"github.com/flowdev/flow/tasks/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// The member objects karmadactl register makes, read with the dynamic client (flow
+// links no typed Kubernetes client: it would cost every start-up its init time).
+var (
+	secretResource         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	serviceAccountResource = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 )
 
 // agentServiceAccount is the ServiceAccount karmadactl v1.13 register creates for
@@ -31,12 +40,12 @@ const (
 	agentDeployed                    // the Deployment
 )
 
-func (r *Registration) memberClient() (kubernetes.Interface, string, error) {
+func (r *Registration) memberClient() (dynamic.Interface, string, error) {
 	cfg, err := kube.RESTConfig(r.Kubeconfig, r.Context)
 	if err != nil {
 		return nil, "", fmt.Errorf("member cluster: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("member cluster %s: %w", cfg.Host, err)
 	}
@@ -44,10 +53,12 @@ func (r *Registration) memberClient() (kubernetes.Interface, string, error) {
 }
 
 // agentState reads which of register's objects the member has.
-func (r *Registration) agentState(ctx context.Context, env *tasks.Env, client kubernetes.Interface) (agentState, error) {
+func (r *Registration) agentState(ctx context.Context, env *tasks.Env, client dynamic.Interface) (agentState, error) {
 	ns := r.namespace()
-	exists := func(get func() error) (bool, error) {
-		_, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (struct{}, error) { return struct{}{}, get() })
+	exists := func(gvr schema.GroupVersionResource, name string) (bool, error) {
+		_, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
+			return client.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		})
 		switch {
 		case apierrors.IsNotFound(err):
 			return false, nil
@@ -56,24 +67,12 @@ func (r *Registration) agentState(ctx context.Context, env *tasks.Env, client ku
 		}
 		return true, nil
 	}
-	deployed, err := exists(func() error {
-		_, err := client.AppsV1().Deployments(ns).Get(ctx, agentDeployment, metav1.GetOptions{})
-		return err
-	})
+	deployed, err := exists(deploymentResource, agentDeployment)
 	if err != nil || deployed {
 		return agentDeployed, err
 	}
-	for _, get := range []func() error{
-		func() error {
-			_, err := client.CoreV1().Secrets(ns).Get(ctx, agentKubeconfigSecret, metav1.GetOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, agentServiceAccount, metav1.GetOptions{})
-			return err
-		},
-	} {
-		if found, err := exists(get); err != nil || found {
+	for gvr, name := range map[schema.GroupVersionResource]string{secretResource: agentKubeconfigSecret, serviceAccountResource: agentServiceAccount} {
+		if found, err := exists(gvr, name); err != nil || found {
 			return agentLeftovers, err
 		}
 	}
@@ -82,13 +81,15 @@ func (r *Registration) agentState(ctx context.Context, env *tasks.Env, client ku
 
 // waitAgentAvailable waits until karmada-agent has an available replica, for at
 // most agentAvailableWait, and reports whether it has.
-func (r *Registration) waitAgentAvailable(ctx context.Context, client kubernetes.Interface) bool {
+func (r *Registration) waitAgentAvailable(ctx context.Context, client dynamic.Interface) bool {
 	ctx, cancel := context.WithTimeout(ctx, agentAvailableWait)
 	defer cancel()
 	for {
-		d, err := client.AppsV1().Deployments(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
-		if err == nil && d.Status.AvailableReplicas > 0 {
-			return true
+		d, err := client.Resource(deploymentResource).Namespace(r.namespace()).Get(ctx, agentDeployment, metav1.GetOptions{})
+		if err == nil {
+			if available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas"); available > 0 {
+				return true
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -100,17 +101,21 @@ func (r *Registration) waitAgentAvailable(ctx context.Context, client kubernetes
 
 // removeAgent deletes register's objects from the member, so that karmadactl
 // register, whose preflight refuses any of them, can run again. Absent ones are fine.
-func (r *Registration) removeAgent(ctx context.Context, client kubernetes.Interface) error {
+func (r *Registration) removeAgent(ctx context.Context, client dynamic.Interface) error {
 	ns := r.namespace()
 	background := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &background}
-	for what, del := range map[string]func() error{
-		"deployment " + agentDeployment:         func() error { return client.AppsV1().Deployments(ns).Delete(ctx, agentDeployment, opts) },
-		"secret " + agentKubeconfigSecret:       func() error { return client.CoreV1().Secrets(ns).Delete(ctx, agentKubeconfigSecret, opts) },
-		"serviceaccount " + agentServiceAccount: func() error { return client.CoreV1().ServiceAccounts(ns).Delete(ctx, agentServiceAccount, opts) },
+	for _, o := range []struct {
+		what string
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{"deployment", deploymentResource, agentDeployment},
+		{"secret", secretResource, agentKubeconfigSecret},
+		{"serviceaccount", serviceAccountResource, agentServiceAccount},
 	} {
-		if err := del(); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete %s in namespace %s: %w", what, ns, err)
+		if err := client.Resource(o.gvr).Namespace(ns).Delete(ctx, o.name, opts); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s %s in namespace %s: %w", o.what, o.name, ns, err)
 		}
 	}
 	return nil
