@@ -91,7 +91,8 @@ bench-k8s-lab: build
 # built here, workloads running in them, and Karmada installed by karmadactl init in the
 # host cluster with the members joined (push) and registered (pull). The first run builds what is missing (binaries, root file systems, the member image:
 # about 30 minutes on 2 cores); later runs reuse every cache. Interrupt it, then
-# `make demo-resume`; `make demo-teardown` removes everything it created but the caches.
+# `make demo-resume`; `make demo-teardown` (flow destroy) removes everything it created but
+# the caches.
 DEMO_STATE := .flow/k8s-lab.db
 lab-setup:
 	bash scripts/lab-setup.sh
@@ -103,7 +104,7 @@ demo-resume: build
 	./$(BIN) resume --state $(DEMO_STATE)
 
 demo-teardown: build
-	./$(BIN) run flows/k8s-lab-teardown.hcl --new --state .flow/k8s-lab-teardown.db
+	./$(BIN) destroy --state $(DEMO_STATE)
 
 # The seed's failover drill on the running lab (flows/failover-drill.hcl).
 demo-drill: build
@@ -119,7 +120,7 @@ demo-busybox-resume: build
 	./$(BIN) resume --state $(BUSYBOX_STATE)
 
 demo-busybox-teardown: build
-	./$(BIN) run flows/local-lab-teardown.hcl --new --state .flow/local-lab-teardown.db
+	./$(BIN) destroy --state $(BUSYBOX_STATE)
 
 # The Karmada local lab: the members run real API servers, the Karmada control plane runs
 # as host processes, and the members are joined with the real karmadactl.
@@ -134,7 +135,7 @@ karmada-demo-resume: build
 	./$(BIN) resume --state $(KARMADA_STATE)
 
 karmada-demo-teardown: build
-	./$(BIN) run flows/karmada-local-lab-teardown.hcl --new --state .flow/karmada-local-lab-teardown.db
+	./$(BIN) destroy --state $(KARMADA_STATE)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -403,3 +403,36 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// clearLabsFlow deletes whatever an earlier, failed test run left of the labs: they share
+// member names, ports and profiles, and a leftover would break the next lab. The labs
+// themselves are removed by flow destroy from their own state (destroyLab).
+const clearLabsFlow = `task "lxd_delete" "labs" {
+  instances = ["member1", "member2", "member3", "karmada-host", "lab-registry", "lab-upstream"]
+  profiles  = ["flow-lab", "flow-member", "flow-karmada-host", "flow-lab-registry", "flow-karmada-lab"]
+  images    = ["flow-lab-busybox"]
+  force     = true
+}
+`
+
+// clearLabs runs clearLabsFlow, as a user cleaning up by hand would.
+func clearLabs(t *testing.T, tag, root string) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "clear-labs.hcl")
+	if err := os.WriteFile(file, []byte(clearLabsFlow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runFlow(t, tag, root, 3*time.Minute, "run", file, "--state", filepath.Join(dir, "clear.db")); r.code != 0 {
+		t.Fatalf("clearing leftover labs exited %d\n%s", r.code, r.desc)
+	}
+}
+
+// destroyLab undoes the latest run of state with flow destroy, which reads the flow and
+// the variables that run recorded: nothing is passed again.
+func destroyLab(t *testing.T, tag, root, state string) {
+	t.Helper()
+	if r := runFlow(t, tag, root, 10*time.Minute, "destroy", "--state", state); r.code != 0 {
+		t.Fatalf("flow destroy exited %d\n%s", r.code, r.desc)
+	}
+}

@@ -32,8 +32,8 @@ import (
 // member and answering through kube-proxy, the Clusters Ready in their modes, nginx in
 // every member, and no instance created twice. After the last trial the follow-on flows
 // run on the lab as a user runs them (the failover drill, Prometheus through 9091, the
-// Flask image imported into containerd and answering from its pod), and the teardown must
-// leave nothing behind.
+// Flask image imported into containerd and answering from its pod). Between trials and at
+// the end, flow destroy of the trial's state must leave nothing behind but the cached images.
 
 const (
 	k8sLabTimeout = 25 * time.Minute
@@ -67,23 +67,14 @@ func TestK8sLabKillAndResume(t *testing.T) {
 	lab := filepath.Join(root, "flows", "k8s-lab")
 	configDir := filepath.Join(t.TempDir(), "k8s-lab")
 	tag := newTag(t)
-	teardown := func(flow string, vars ...string) {
-		t.Helper()
-		args := append([]string{"run", filepath.Join(root, "flows", flow), "--new", "--state", filepath.Join(t.TempDir(), "teardown.db")}, vars...)
-		if r := runFlow(t, tag, root, 3*time.Minute, args...); r.code != 0 {
-			t.Fatalf("%s exited %d\n%s", flow, r.code, r.desc)
-		}
-	}
-	// The other labs use the same member names and ports.
-	teardown("local-lab-teardown.hcl")
-	teardown("karmada-local-lab-teardown.hcl")
-	teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
+	clearLabs(t, tag, root) // the other labs use the same member names and ports
 
 	rng := seededRand(t, 0x8e5)
 	events := watchCreations(t, srv)
+	var state string // the latest trial's: flow destroy undoes its run
 	for trial := 1; trial <= k8sLabTrials; trial++ {
 		events.reset()
-		state := filepath.Join(t.TempDir(), fmt.Sprintf("k8s-lab-%d.db", trial))
+		state = filepath.Join(t.TempDir(), fmt.Sprintf("k8s-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
 		if trial <= len(k8sLabKillInside) {
 			k := k8sLabKillInside[trial-1]
@@ -94,13 +85,14 @@ func TestK8sLabKillAndResume(t *testing.T) {
 		checkK8sLab(t, srv, configDir, events.reset())
 		checkKarmadaOnK8sLab(t, configDir)
 		if trial < k8sLabTrials {
-			teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
+			destroyLab(t, tag, root, state)
+			checkK8sLabGone(t, srv, configDir)
 		}
 	}
 	checkFailoverDrill(t, tag, root, configDir)
 	checkMonitoring(t, tag, root, configDir)
 	checkFlaskRuns(t, tag, root, configDir)
-	teardown("k8s-lab-teardown.hcl", "--var", "config_dir="+configDir)
+	destroyLab(t, tag, root, state)
 	checkK8sLabGone(t, srv, configDir)
 }
 
@@ -207,8 +199,8 @@ func checkFlaskRuns(t *testing.T, tag, root, configDir string) {
 	}
 }
 
-// checkK8sLabGone asserts that the teardown left no lab instance, no listening port and
-// no config directory.
+// checkK8sLabGone asserts that flow destroy left no lab instance, no listening port and
+// no config directory, and kept the images the flow marks retain_on_destroy.
 func checkK8sLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir string) {
 	t.Helper()
 	names, err := srv.GetInstanceNames(api.InstanceTypeAny)
@@ -233,5 +225,10 @@ func checkK8sLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir strin
 	}
 	if _, err := os.Stat(configDir); !os.IsNotExist(err) {
 		t.Errorf("config dir %s survived the teardown (stat: %v)", configDir, err)
+	}
+	for _, alias := range []string{"flow-member", "flow-lab-busybox"} {
+		if _, _, err := srv.GetImageAlias(alias); err != nil {
+			t.Errorf("image %s (retain_on_destroy) was not kept: %v", alias, err)
+		}
 	}
 }

@@ -28,7 +28,7 @@ import (
 // etcd + kube-apiserver behind LXD proxies, the Karmada control plane as host
 // processes, real karmadactl joins. The run is SIGKILLed at a seeded moment and
 // resumed; then the clusters must be Ready in Karmada and nginx must exist in every
-// member's API server, read back through the forwarded ports. The teardown flow must
+// member's API server, read back through the forwarded ports. flow destroy must
 // leave no container, process or file behind.
 
 const (
@@ -48,22 +48,9 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	lab := filepath.Join(root, "flows", "karmada-local-lab.hcl")
-	teardown := filepath.Join(root, "flows", "karmada-local-lab-teardown.hcl")
 	configDir := filepath.Join(t.TempDir(), "karmada")
 	tag := newTag(t)
-	runTeardown := func() {
-		r := runFlow(t, tag, root, 3*time.Minute, "run", teardown, "--new", "--var", "config_dir="+configDir,
-			"--state", filepath.Join(t.TempDir(), "teardown.db"))
-		if r.code != 0 {
-			t.Fatalf("teardown failed with exit code %d\n%s", r.code, r.desc)
-		}
-	}
-	// The plain local lab uses the same member names and ports.
-	if r := runFlow(t, tag, root, 2*time.Minute, "run", filepath.Join(root, "flows", "local-lab-teardown.hcl"), "--new",
-		"--state", filepath.Join(t.TempDir(), "local-teardown.db")); r.code != 0 {
-		t.Fatalf("local lab teardown exited %d\n%s", r.code, r.desc)
-	}
-	runTeardown()
+	clearLabs(t, tag, root) // the other labs use the same member names and ports
 
 	rng := seededRand(t, 0xca11)
 	events := watchCreations(t, srv)
@@ -78,7 +65,7 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 				t.Errorf("trial %d: instance %s was created %d times", trial, name, n)
 			}
 		}
-		runTeardown()
+		destroyLab(t, tag, root, state)
 		checkKarmadaLabGone(t, srv, configDir)
 	}
 }

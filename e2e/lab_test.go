@@ -24,7 +24,7 @@ import (
 // The local lab (flows/local-lab.hcl) against the real LXD daemon: run it, SIGKILL flow at
 // seeded moments, resume to completion, and check what LXD says: exactly the lab's
 // containers exist, none was created twice, every forwarded port answers. Then the
-// teardown flow must leave nothing behind.
+// flow destroy must leave nothing behind.
 
 var (
 	labMembers   = map[string]int{"member1": 16441, "member2": 16442, "member3": 16444}
@@ -103,15 +103,8 @@ func TestLocalLabKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	lab := filepath.Join(root, "flows", "local-lab.hcl")
-	teardown := filepath.Join(root, "flows", "local-lab-teardown.hcl")
 	tag := newTag(t)
-	runTeardown := func() {
-		r := runFlow(t, tag, root, 2*time.Minute, "run", teardown, "--new", "--state", filepath.Join(t.TempDir(), "teardown.db"))
-		if r.code != 0 {
-			t.Fatalf("teardown failed with exit code %d\n%s", r.code, r.desc)
-		}
-	}
-	runTeardown()
+	clearLabs(t, tag, root) // the other labs use the same member names and ports
 	events := watchCreations(t, srv)
 
 	seed := uint64(defaultLabSeed)
@@ -121,9 +114,10 @@ func TestLocalLabKillAndResume(t *testing.T) {
 	t.Logf("seed %d (set E2E_SEED to repeat)", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x1ab))
 
+	var state string // the latest trial's: flow destroy undoes its run
 	for trial := 1; trial <= labTrials; trial++ {
 		events.reset()
-		state := filepath.Join(t.TempDir(), fmt.Sprintf("lab-%d.db", trial))
+		state = filepath.Join(t.TempDir(), fmt.Sprintf("lab-%d.db", trial))
 		// The last trial is interrupted as a terminal's Ctrl-C does; the others
 		// are SIGKILLed, once or twice, each time after a seeded number of
 		// succeeded instances: early (launches in flight), middle (pushes,
@@ -137,12 +131,13 @@ func TestLocalLabKillAndResume(t *testing.T) {
 		}
 		checkLab(t, srv, events.reset())
 		if trial < labTrials {
-			runTeardown()
+			destroyLab(t, tag, root, state)
+			checkNothingLeft(t, srv)
 		}
 	}
 
 	checkFlaskImport(t, tag, root)
-	runTeardown()
+	destroyLab(t, tag, root, state)
 	checkNothingLeft(t, srv)
 }
 
@@ -253,7 +248,7 @@ func checkFlaskImport(t *testing.T, tag, root string) {
 	}
 }
 
-// checkNothingLeft asserts that the teardown removed the lab's instances, profile and
+// checkNothingLeft asserts that flow destroy removed the lab's instances, profile and
 // image alias, and that nothing listens on the forwarded ports any more.
 func checkNothingLeft(t *testing.T, srv lxdclient.InstanceServer) {
 	t.Helper()

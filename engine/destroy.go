@@ -191,6 +191,9 @@ func (d *Destruction) one(ctx context.Context, inst *Instance) (*state.Instance,
 			return d.keep(&rec, fmt.Sprintf("kept: %s, which depends on it, was not destroyed", dep), true)
 		}
 	}
+	if inst.Task.RetainOnDestroy {
+		return d.keep(&rec, "retained (retain_on_destroy)", true)
+	}
 	kind := inst.Task.Kind
 	if _, ok := kind.New().(tasks.Destroyer); !ok {
 		d.kept[addr] = "" // nothing of it to wait for: its dependencies may go

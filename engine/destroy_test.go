@@ -159,3 +159,44 @@ func TestUndoAttrIsNotFingerprinted(t *testing.T) {
 		t.Errorf("after changing value: %+v, want run", d[0])
 	}
 }
+
+// TestDestroyRetained: an instance with retain_on_destroy is left in place, and so is
+// what it depends on; the rest is destroyed and the destroy succeeds.
+func TestDestroyRetained(t *testing.T) {
+	h := newHarness(t)
+	log := &undoLog{}
+	h.reg.MustRegister(tasks.Type{Name: "test_undo", Outputs: valueOutput, Undo: "test: logged",
+		New: func() tasks.Task { return &undoTask{log: log} }})
+	p := h.plan(`
+task "test_undo" "base" {
+  value = "base"
+}
+task "test_undo" "cache" {
+  value             = "${test_undo.base.value}-cache"
+  retain_on_destroy = true
+}
+task "test_undo" "other" {
+  value = "other"
+}
+`)
+	o := h.run(context.Background(), p, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
+	}
+	out := &syncBuffer{}
+	res, err := engine.NewDestruction(p, h.stored(o.runID), engine.DestroyOptions{RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
+	if err != nil || res.Status != state.Succeeded {
+		t.Fatalf("destroy: %v %+v\n%s", err, res, out)
+	}
+	if want := []string{"test_undo.other=other"}; !slices.Equal(log.destroyed, want) {
+		t.Errorf("destroyed %q, want %q", log.destroyed, want)
+	}
+	for _, want := range []string{
+		"test_undo.cache: retained (retain_on_destroy)",
+		"test_undo.base: kept: test_undo.cache, which depends on it, was not destroyed",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("destroy lacks %q:\n%s", want, out)
+		}
+	}
+}

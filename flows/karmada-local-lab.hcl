@@ -17,7 +17,7 @@
 #
 #   make lab-setup && scripts/k8s-bins.sh      # once: LXD, etcd, and the binaries (minutes)
 #   flow run flows/karmada-local-lab.hcl       # kill it at any point, then: flow resume
-#   flow run flows/karmada-local-lab-teardown.hcl --new
+#   flow destroy                               # removes everything it created but the image
 
 variable "members" {
   type        = map(number)
@@ -92,10 +92,22 @@ task "lxd_image_import" "busybox" {
   file       = "${local.root}/${exec.busybox_image.stdout}"
   alias      = var.image_alias
   depends_on = [preflight.lab]
+  # A cache the other labs share: flow destroy leaves it.
+  retain_on_destroy = true
+}
+
+# Everything the lab writes on this machine is under config_dir (kubeconfigs, credentials,
+# the control plane's data, pid files and logs), so flow destroy removes it last, after
+# the processes and members that used it.
+task "exec" "config_dir" {
+  description = "Create the lab's config directory; flow destroy removes it and all in it."
+  command     = ["mkdir", "-p", local.run_dir]
+  undo        = "rm -rf '${local.config_dir}'"
+  depends_on  = [preflight.lab]
 }
 
 task "lxd_profile" "karmada_lab" {
-  depends_on          = [preflight.lab]
+  depends_on          = [exec.config_dir]
   name                = "flow-karmada-lab"
   profile_description = "flow Karmada local lab: members with an API server and no network device"
   config              = { "limits.memory" = "1GiB", "limits.processes" = "500" }
@@ -117,7 +129,8 @@ task "lxd_launch" "member" {
 
 task "exec" "member_creds" {
   for_each = var.members
-  command  = ["sh", "${local.lab}/creds.sh", "${local.config_dir}/members/${each.key}"]
+  command    = ["sh", "${local.lab}/creds.sh", "${local.config_dir}/members/${each.key}"]
+  depends_on = [exec.config_dir]
 }
 
 task "lxd_file_push" "member_creds" {
@@ -173,7 +186,8 @@ task "wait_ready" "member_api" {
 # --- the Karmada control plane as host processes --------------------------------------------
 
 task "exec" "karmada_creds" {
-  command = ["sh", "${local.lab}/creds.sh", "${local.config_dir}/karmada-apiserver/creds"]
+  command    = ["sh", "${local.lab}/creds.sh", "${local.config_dir}/karmada-apiserver/creds"]
+  depends_on = [exec.config_dir]
 }
 
 task "process" "karmada_etcd" {
@@ -186,7 +200,7 @@ task "process" "karmada_etcd" {
   pid_file   = "${local.run_dir}/etcd.pid"
   log_file   = "${local.run_dir}/etcd.log"
   ready_url  = "http://127.0.0.1:${local.ports.etcd_client}/health"
-  depends_on = [preflight.lab]
+  depends_on = [exec.config_dir]
 }
 
 task "process" "karmada_apiserver" {
@@ -226,7 +240,8 @@ task "k8s_apply" "karmada_crds" {
 }
 
 task "exec" "webhook_pki" {
-  command = ["sh", "${local.lab}/webhook-pki.sh", "${local.config_dir}/karmada-webhook"]
+  command    = ["sh", "${local.lab}/webhook-pki.sh", "${local.config_dir}/karmada-webhook"]
+  depends_on = [exec.config_dir]
 }
 
 task "process" "karmada_webhook" {

@@ -7,7 +7,7 @@
 #   scripts/lab-setup.sh                 # once: installs and starts LXD (make demo does it)
 #   flow run flows/local-lab.hcl         # Ctrl-C or kill it at any point, then:
 #   flow resume                          # finishes without redoing what succeeded
-#   flow run flows/local-lab-teardown.hcl --new   # removes everything this flow created
+#   flow destroy                         # removes everything this flow created
 
 variable "members" {
   type        = map(number)

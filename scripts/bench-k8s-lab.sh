@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # scripts/bench-k8s-lab.sh — the Kubernetes lab (flows/k8s-lab) against the real LXD daemon:
-# a cold run from a torn-down lab with every build cache warm, the time from each member's
+# a cold run (start with no lab up: make demo-teardown) with every build cache warm, the time from each member's
 # launch to its node Ready and to its web pods Ready, karmadactl init alone and the host
 # cluster's launch to nginx through Karmada (read from the run's checkpoints), a
 # second `flow run` of the finished lab, the lab's memory and CPU at rest
-# (scripts/lab-usage.sh), and the teardown. docs/performance.md quotes it.
+# (scripts/lab-usage.sh), and flow destroy of it. docs/performance.md quotes it.
 #
 #   bash scripts/bench-k8s-lab.sh          # BENCH_REPS=1 by default; IDLE_SECS=60
 set -euo pipefail
@@ -17,7 +17,6 @@ trap 'rm -rf "$WORK"' EXIT
 go build -o "$FLOW" ./cmd/flow
 bash scripts/lab-setup.sh >/dev/null
 
-teardown() { "$FLOW" run flows/k8s-lab-teardown.hcl --new --state "$WORK/teardown.db" >/dev/null; }
 secs() { date +%s.%N; }
 timed() { # timed LABEL CMD...: prints LABEL and the wall seconds of CMD
   local t0 t1; t0=$(secs); "${@:2}" >"$WORK/out.log" 2>&1 || { cat "$WORK/out.log"; exit 1; }; t1=$(secs)
@@ -47,11 +46,10 @@ print(f"host cluster launch -> nginx through Karmada in every member: {phase:6.1
 
 for rep in $(seq "$REPS"); do
   echo "# repetition $rep"
-  teardown
   timed "cold (caches warm, images imported)" "$FLOW" run flows/k8s-lab --new --state "$WORK/cold.db"
   milestones "$WORK/cold.db"
   timed "run again on the finished lab" "$FLOW" run flows/k8s-lab --new --state "$WORK/cold.db"
   echo "# at rest, ${IDLE}s after the run"
   bash scripts/lab-usage.sh "$IDLE" karmada-host member1 member2 member3 lab-registry lab-upstream
-  timed "teardown of the finished lab" teardown
+  timed "flow destroy of the finished lab" "$FLOW" destroy --state "$WORK/cold.db"
 done

@@ -4,7 +4,8 @@
 # `flow run` of the finished lab (every LXD task finds its object and reports "already
 # present"), and `flow resume` of a lab run killed while its last task ran (every
 # instance that succeeded is skipped from its checkpoint; the mirror finds its images).
-# Each cold run starts from a torn-down lab.
+# Each cold run starts from a lab removed by flow destroy (start with no local lab up:
+# make demo-busybox-teardown).
 #
 #   bash scripts/bench-lab.sh             # BENCH_REPS=3 by default; results in docs/performance.md
 set -euo pipefail
@@ -16,7 +17,7 @@ trap 'rm -rf "$WORK"' EXIT
 go build -o "$FLOW" ./cmd/flow
 bash scripts/lab-setup.sh >/dev/null
 
-teardown() { "$FLOW" run flows/local-lab-teardown.hcl --new --state "$WORK/teardown.db" >/dev/null; }
+destroy() { "$FLOW" destroy --state "$1" >/dev/null; }
 secs() { date +%s.%N; }
 timed() { # timed LABEL CMD...: prints LABEL and the wall seconds of CMD
   local t0 t1; t0=$(secs); "${@:2}" >"$WORK/out.log" 2>&1 || { cat "$WORK/out.log"; exit 1; }; t1=$(secs)
@@ -30,11 +31,12 @@ total=$("$FLOW" plan flows/local-lab.hcl --state "$WORK/plan.db" 2>/dev/null | g
 
 for rep in $(seq "$REPS"); do
   echo "# repetition $rep"
-  teardown; timed "cold, --parallelism 1" "$FLOW" run flows/local-lab.hcl --new --parallelism 1 --state "$WORK/p1.db"
-  teardown; timed "cold, default parallelism (10)" "$FLOW" run flows/local-lab.hcl --new --state "$WORK/p10.db"
+  timed "cold, --parallelism 1" "$FLOW" run flows/local-lab.hcl --new --parallelism 1 --state "$WORK/p1.db"
+  timed "flow destroy of the finished lab" destroy "$WORK/p1.db"
+  timed "cold, default parallelism (10)" "$FLOW" run flows/local-lab.hcl --new --state "$WORK/p10.db"
   timed "run again on the finished lab" "$FLOW" run flows/local-lab.hcl --state "$WORK/p10.db"
+  destroy "$WORK/p10.db"
   # A run killed while its last task (the mirror) runs, then resumed.
-  teardown
   "$FLOW" run flows/local-lab.hcl --new --state "$WORK/kill.db" >/dev/null 2>&1 &
   pid=$!
   until [ "$(last_running "$WORK/kill.db")" = True ] || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done
@@ -44,5 +46,5 @@ for rep in $(seq "$REPS"); do
   else
     echo "resume: the run finished before the mirror was seen running; not measured"
   fi
+  destroy "$WORK/kill.db"
 done
-teardown

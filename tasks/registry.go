@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -63,8 +64,10 @@ func NewRegistry() *Registry {
 	return &Registry{types: map[string]*Type{}}
 }
 
-// Register adds t. It fails on an empty or duplicate name, a missing constructor, or an
-// attribute name that collides with the engine's shared settings.
+// Register adds t. It fails on an empty or duplicate name or a missing constructor.
+// It does not reflect over the config struct: every command would pay for that at
+// start-up, so Check does it, and the tests of whoever builds a registry call Check
+// (as Terraform providers call InternalValidate in their tests).
 func (r *Registry) Register(t Type) error {
 	if t.Name == "" || t.New == nil {
 		return fmt.Errorf("register task type %q: name and constructor are required", t.Name)
@@ -72,17 +75,28 @@ func (r *Registry) Register(t Type) error {
 	if _, dup := r.types[t.Name]; dup {
 		return fmt.Errorf("register task type %q: already registered", t.Name)
 	}
-	attrs, err := Attributes(t.New())
-	if err != nil {
-		return fmt.Errorf("register task type %q: %w", t.Name, err)
-	}
-	for _, a := range attrs {
-		if IsMetaAttribute(a.Name) {
-			return fmt.Errorf("register task type %q: attribute %q is reserved for the engine", t.Name, a.Name)
-		}
-	}
 	r.types[t.Name] = &t
 	return nil
+}
+
+// Check verifies every registered config struct: its hcl tags give valid attributes
+// (Attributes), and no attribute name collides with the engine's shared settings. It
+// returns every problem found, joined.
+func (r *Registry) Check() error {
+	var errs []error
+	for _, name := range r.Names() {
+		attrs, err := Attributes(r.types[name].New())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("task type %q: %w", name, err))
+			continue
+		}
+		for _, a := range attrs {
+			if IsMetaAttribute(a.Name) {
+				errs = append(errs, fmt.Errorf("task type %q: attribute %q is reserved for the engine", name, a.Name))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // MustRegister is Register for start-up code, where a failure is a programming error.
@@ -111,6 +125,7 @@ func (r *Registry) Names() []string {
 // metaAttributes are the settings every task block accepts; the engine owns them.
 var metaAttributes = map[string]bool{
 	"depends_on": true, "for_each": true, "timeout": true, "retry": true, "description": true,
+	"retain_on_destroy": true,
 }
 
 // IsMetaAttribute reports whether name is one of the shared task settings.

@@ -51,8 +51,6 @@ func TestRegister(t *testing.T) {
 		{"ok", tasks.Type{Name: "sample", New: func() tasks.Task { return &sample{} }}, ""},
 		{"duplicate", tasks.Type{Name: "sample", New: func() tasks.Task { return &sample{} }}, "already registered"},
 		{"no constructor", tasks.Type{Name: "x"}, "constructor are required"},
-		{"nested block", tasks.Type{Name: "blocky", New: func() tasks.Task { return &withBlock{} }}, "nested blocks are not supported"},
-		{"reserved attribute", tasks.Type{Name: "res", New: func() tasks.Task { return &reserved{} }}, `"timeout" is reserved`},
 	}
 	reg := tasks.NewRegistry()
 	for _, tt := range tests {
@@ -68,6 +66,24 @@ func TestRegister(t *testing.T) {
 	}
 	if got := strings.Join(reg.Names(), ","); got != "sample" {
 		t.Errorf("Names = %s, want only sample", got)
+	}
+	if err := reg.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestCheck: Register takes any struct without reflecting over it; Check names every
+// bad type.
+func TestCheck(t *testing.T) {
+	reg := tasks.NewRegistry()
+	reg.MustRegister(tasks.Type{Name: "sample", New: func() tasks.Task { return &sample{} }})
+	reg.MustRegister(tasks.Type{Name: "blocky", New: func() tasks.Task { return &withBlock{} }})
+	reg.MustRegister(tasks.Type{Name: "res", New: func() tasks.Task { return &reserved{} }})
+	err := reg.Check()
+	want := "task type \"blocky\": field Inner: nested blocks are not supported; use a map or object attribute\n" +
+		"task type \"res\": attribute \"timeout\" is reserved for the engine"
+	if err == nil || err.Error() != want {
+		t.Errorf("Check = %v\nwant %s", err, want)
 	}
 }
 

@@ -72,3 +72,14 @@ func TestEveryTaskTypeSaysHowItIsUndone(t *testing.T) {
 		}
 	}
 }
+
+// The registry flow ships passes Check: Register leaves the reflective checks to it.
+func TestShippedRegistry(t *testing.T) {
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Check(); err != nil {
+		t.Error(err)
+	}
+}

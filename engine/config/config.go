@@ -85,11 +85,14 @@ type Task struct {
 	DeclRange hcl.Range
 
 	Description string
-	ForEach     hcl.Expression // nil without for_each
-	DependsOn   []Ref
-	dependsOn   []hcl.Expression
-	Timeout     hcl.Expression // nil without timeout
-	Retry       *Retry
+	// RetainOnDestroy leaves what the task made in place on flow destroy (a cache, an
+	// image other runs reuse), and with it what the task depends on.
+	RetainOnDestroy bool
+	ForEach         hcl.Expression // nil without for_each
+	DependsOn       []Ref
+	dependsOn       []hcl.Expression
+	Timeout         hcl.Expression // nil without timeout
+	Retry           *Retry
 
 	// Body is the remaining body: the type's own attributes, already checked against
 	// its schema (unknown and missing attributes are reported by Load).

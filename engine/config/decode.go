@@ -70,6 +70,7 @@ func (f *Flow) decodeLocals(b *hcl.Block) hcl.Diagnostics {
 var taskMetaSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "depends_on"}, {Name: "for_each"}, {Name: "timeout"}, {Name: "description"},
+		{Name: "retain_on_destroy"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "retry"}},
 }
@@ -105,7 +106,7 @@ func (f *Flow) decodeTask(b *hcl.Block, reg *tasks.Registry) hcl.Diagnostics {
 	}
 	t.Kind = kind
 	attrs, err := tasks.Attributes(kind.New())
-	if err != nil { // registry already checked this; a failure here is a programming error
+	if err != nil { // Registry.Check, in the registry builder's tests, covers this: a programming error
 		panic(err)
 	}
 	t.Attrs = attrs
@@ -123,6 +124,10 @@ func (t *Task) decodeMeta(meta *hcl.BodyContent) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if a, ok := meta.Attributes["description"]; ok {
 		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &t.Description)...)
+	}
+	if a, ok := meta.Attributes["retain_on_destroy"]; ok {
+		// A constant, as description is: destroy decides from the flow alone.
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &t.RetainOnDestroy)...)
 	}
 	if a, ok := meta.Attributes["for_each"]; ok {
 		t.ForEach = a.Expr

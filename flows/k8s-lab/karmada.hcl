@@ -36,6 +36,7 @@ locals {
 task "exec" "karmada_etcd_dir" {
   description = "Create the directory etcd's data lives in, shared with the host cluster's container."
   command     = ["mkdir", "-p", local.karmada_etcd]
+  depends_on  = [exec.config_dir]
 }
 
 task "lxd_profile" "karmada_host" {

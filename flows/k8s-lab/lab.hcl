@@ -9,7 +9,7 @@
 #
 #   make demo                          # builds what is missing, then: flow run flows/k8s-lab
 #   make demo-resume                   # after Ctrl-C or a kill
-#   make demo-teardown                 # removes everything the lab created
+#   make demo-teardown                 # flow destroy: removes everything the lab created
 #
 # docs/local-lab.md says what each piece is and what differs from the seed's MicroK8s.
 
@@ -75,6 +75,16 @@ task "exec" "bins" {
   env         = { K8S_VERSION = var.kube_version, KARMADA_VERSION = var.karmada_version }
   dir         = local.root
   timeout     = "60m"
+}
+
+# Everything the lab writes on this machine is under config_dir (kubeconfigs, credentials,
+# Karmada's data and its etcd's), so flow destroy removes it last, after everything that
+# wrote there is gone.
+task "exec" "config_dir" {
+  description = "Create the lab's config directory; flow destroy removes it and all in it."
+  command     = ["mkdir", "-p", local.config_dir]
+  undo        = "rm -rf '${local.config_dir}'"
+  depends_on  = [preflight.lab]
 }
 
 task "preflight" "lab" {

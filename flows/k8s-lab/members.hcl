@@ -16,12 +16,14 @@ task "lxd_image_import" "member" {
   alias      = "flow-member"
   recreate   = true
   depends_on = [preflight.lab]
+  # A cache: flow destroy leaves the image, so the next run launches at once.
+  retain_on_destroy = true
 }
 
 # What MicroK8s's LXD profile grants: a privileged, nesting container with every device and
 # read-write /proc and /sys, so containerd, runc and the kubelet work inside. No NIC.
 task "lxd_profile" "member" {
-  depends_on          = [preflight.lab]
+  depends_on          = [exec.config_dir]
   name                = "flow-member"
   profile_description = "flow Kubernetes lab member: privileged, nesting, no network device"
   config = {
@@ -42,6 +44,7 @@ task "lxd_launch" "member" {
 task "exec" "member_pki" {
   for_each = local.clusters
   command  = ["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key]
+  depends_on = [exec.config_dir]
 }
 
 task "lxd_file_push" "member_pki" {

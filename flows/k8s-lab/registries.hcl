@@ -16,6 +16,8 @@ task "lxd_image_import" "busybox" {
   file       = "${local.root}/${exec.busybox_image.stdout}"
   alias      = "flow-lab-busybox"
   depends_on = [preflight.lab]
+  # A cache, as the member image is: flow destroy leaves it.
+  retain_on_destroy = true
 }
 
 task "lxd_profile" "registry" {

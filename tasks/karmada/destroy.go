@@ -43,7 +43,8 @@ func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 }
 
 // Destroy removes the control plane with `karmadactl deinit --force` unless its
-// namespace is gone.
+// namespace is gone, then etcd's hostPath data, which deinit leaves and the next init's
+// etcd would otherwise serve.
 func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
 	host, err := i.hostClient()
 	if err != nil {
@@ -55,7 +56,7 @@ func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 	}
 	if !present {
 		fmt.Fprintf(env.Stdout, "namespace %s already absent\n", i.namespace())
-		return nil
+		return i.removeEtcdData(env)
 	}
 	bin := newBinary(i.Karmadactl, i.KarmadactlVersion)
 	if err := bin.checkVersion(ctx, env); err != nil {
@@ -65,7 +66,7 @@ func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
 		return fmt.Errorf("karmadactl deinit in namespace %q: %w", i.namespace(), err)
 	}
-	return nil
+	return i.removeEtcdData(env)
 }
 
 var (

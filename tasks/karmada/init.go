@@ -146,7 +146,7 @@ task adds them and waits until karmada-controller-manager has rolled out.`,
 			{Name: "kubeconfig", Type: cty.String, Doc: "Path of the Karmada API server's kubeconfig, karmada_data/karmada-apiserver.config.", Clean: true},
 			{Name: "karmada_data", Type: cty.String, Doc: "The absolute karmada_data directory.", Clean: true},
 		},
-		Undo: "flow destroy removes the control plane with karmadactl deinit --force (kubeconfig, context, namespace); a control plane whose namespace is gone is already undone.",
+		Undo: "flow destroy removes the control plane with karmadactl deinit --force (kubeconfig, context, namespace), then etcd's data in etcd_data (hostPath mode), which deinit leaves; a control plane whose namespace is gone is already undone.",
 		Example: `task "karmadactl_init" "karmada" {
   kubeconfig             = "/etc/flow/host.kubeconfig"
   karmada_data           = "/var/lib/flow/karmada"

@@ -267,3 +267,42 @@ func TestWithArgs(t *testing.T) {
 		})
 	}
 }
+
+// Destroy runs deinit when the host has the control plane's namespace and says
+// already absent when it has not; either way etcd's member directory goes and the
+// rest of etcd_data stays.
+func (s servers) testInitDestroy(t *testing.T) {
+	for _, c := range []struct {
+		name, namespace string
+		present         bool
+		want, printed   string
+	}{
+		{"present", "kplane-destroy", true, "version deinit", "karmadactl init: removed etcd's data "},
+		{"absent", "kplane-destroyed", false, "", "namespace kplane-destroyed already absent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.present {
+				s.createPlane(t, c.namespace, nil, "")
+			}
+			bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"deinit": "echo deinit done"})
+			etcd := etcdData(t)
+			env, buf := taskstest.NewEnv(t)
+			init := &Init{Karmadactl: bin, Kubeconfig: s.member.Kubeconfig, Namespace: c.namespace, EtcdData: etcd}
+			if err := init.Destroy(t.Context(), env, nil); err != nil {
+				t.Fatalf("%v\n%s", err, buf)
+			}
+			if got := strings.Join(subcommands(t, record), " "); got != c.want {
+				t.Errorf("karmadactl calls = %q, want %q\n%s", got, c.want, buf)
+			}
+			if !strings.Contains(buf.String(), c.printed) {
+				t.Errorf("printed:\n%s\nwant %q", buf, c.printed)
+			}
+			if _, err := os.Stat(filepath.Join(etcd, "member")); !os.IsNotExist(err) {
+				t.Errorf("etcd's member directory survived: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(etcd, "keep")); err != nil {
+				t.Errorf("the file beside etcd's member directory: %v", err)
+			}
+		})
+	}
+}

@@ -48,6 +48,7 @@ func TestWithAPIServers(t *testing.T) {
 	t.Run("init already present", s.testInitPresent)
 	t.Run("init deinit first FakeKarmadactl", s.testInitDeinit)
 	t.Run("init whole control plane FakeKarmadactl", s.testInitPlane)
+	t.Run("init destroy FakeKarmadactl", s.testInitDestroy)
 	t.Run("register already present FakeKarmadactl", s.testRegisterPresent)
 	t.Run("register half-done FakeKarmadactl", s.testRegisterHalfDone)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube/kubetest"
+	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -267,5 +268,26 @@ current-context: microk8s
 				t.Error("a failed run wrote the file")
 			}
 		})
+	}
+}
+
+// Destroy removes the written file and says already absent the second time.
+func TestKubeconfigDestroy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "member1.config")
+	if err := os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := &Kubeconfig{Content: "x", Path: path}
+	for _, want := range []string{"removed " + path, path + " already absent"} {
+		env, buf := taskstest.NewEnv(t)
+		if err := k.Destroy(t.Context(), env, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("printed %q, want %q", buf, want)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the kubeconfig survived: %v", err)
 	}
 }

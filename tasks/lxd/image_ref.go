@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
@@ -29,11 +28,20 @@ type imageRef struct {
 	name     string // alias or fingerprint
 }
 
-// fingerprintPattern matches what a remote image reference must look like to
-// be taken as a fingerprint (prefix) rather than an alias.
-var fingerprintPattern = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
-
-func (r imageRef) isFingerprint() bool { return fingerprintPattern.MatchString(r.name) }
+// isFingerprint reports whether a remote image reference looks like a fingerprint
+// (prefix), 12 to 64 lower-case hex digits, rather than an alias. A loop, not a
+// package-level regexp: `{12,64}` compiles to 64 copies of the class at start-up.
+func (r imageRef) isFingerprint() bool {
+	if len(r.name) < 12 || len(r.name) > 64 {
+		return false
+	}
+	for _, c := range []byte(r.name) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // parseImage reads an image attribute: "ALIAS" or "FINGERPRINT" in the local
 // store, "REMOTE:ALIAS" for a well-known remote, or a name on the server that

@@ -16,7 +16,7 @@ import (
 )
 
 func (c *CLI) outputCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, showSensitive bool
 	var runID uint64
 	cmd := &cobra.Command{
 		Use:   "output [NAME]",
@@ -26,7 +26,11 @@ as NAME = VALUE, or one output's value alone (a string without quotes), for scri
 follow-on flows. Sensitive outputs are never stored, so they are shown as (sensitive);
 the run that computed them printed (sensitive) too. --json prints one object of
 {"value", "type", "sensitive"} per output (or that object alone for NAME), as in
-"flow status --json".`,
+"flow status --json".
+
+--show-sensitive is terraform output's flag; here it fails on a sensitive output and says
+so, since the state file holds no secret to show: read a secret where its task put it
+(a file the flow names, or the command that prints it).`,
 		Example: `  flow output
   flow output kubeconfig            # the value alone
   flow output --json | jq -r .registry.value`,
@@ -41,7 +45,17 @@ the run that computed them printed (sensitive) too. --json prints one object of
 				if !ok {
 					return failf(ExitInvalid, "run %d has no output %q; it has %s", doc.RunID, args[0], outputNames(doc.Outputs))
 				}
+				if showSensitive && o.Sensitive {
+					return notStored(args[0])
+				}
 				return c.printOutput(o, asJSON)
+			}
+			if showSensitive {
+				for _, name := range slices.Sorted(maps.Keys(doc.Outputs)) {
+					if doc.Outputs[name].Sensitive {
+						return notStored(name)
+					}
+				}
 			}
 			if asJSON {
 				return writeJSON(c.stdout, doc.Outputs)
@@ -58,7 +72,13 @@ the run that computed them printed (sensitive) too. --json prints one object of
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().Uint64Var(&runID, "run", 0, "read this run instead of the latest")
+	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "fail, naming it, on a sensitive output instead of printing (sensitive): its value is not in the state")
 	return cmd
+}
+
+// notStored is --show-sensitive's answer: a secret is never written to the state.
+func notStored(name string) error {
+	return failf(ExitInvalid, "output %q is sensitive, and flow never writes a secret to the state file, so there is no value to show; read it where its task put it", name)
 }
 
 func (c *CLI) printOutput(o outputDoc, asJSON bool) error {

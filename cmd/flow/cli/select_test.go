@@ -64,6 +64,16 @@ func TestOutput(t *testing.T) {
 	}
 	h.expect(ExitOK, "output", "members", "--json")
 	h.expect(ExitInvalid, "output", "nope")
+	if r = h.expect(ExitOK, "output", "token"); r.stdout != "(sensitive)\n" {
+		t.Errorf("output token: %q", r.stdout)
+	}
+	h.expect(ExitOK, "output", "joined", "--show-sensitive")
+	for _, args := range [][]string{{"output", "token", "--show-sensitive"}, {"output", "--show-sensitive"}} {
+		r = h.expect(ExitInvalid, args...)
+		if !strings.Contains(r.stderr, `output "token" is sensitive, and flow never writes a secret to the state file`) {
+			t.Errorf("%v: %q", args, r.stderr)
+		}
+	}
 	r = h.expect(ExitOK, "status", "--json")
 	if !strings.Contains(r.stdout, `"outputs": {`) || !strings.Contains(r.stdout, `"joined": {`) {
 		t.Errorf("status --json lacks the outputs:\n%s", r.stdout)

@@ -42,3 +42,8 @@ output "joined" {
 output "members" {
   value = length(var.members)
 }
+
+output "token" {
+  value     = var.token
+  sensitive = true
+}
