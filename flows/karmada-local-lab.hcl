@@ -128,7 +128,7 @@ task "lxd_launch" "member" {
 }
 
 task "exec" "member_creds" {
-  for_each = var.members
+  for_each   = var.members
   command    = ["sh", "${local.lab}/creds.sh", "${local.config_dir}/members/${each.key}"]
   depends_on = [exec.config_dir]
 }
