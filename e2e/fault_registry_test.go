@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,21 +21,37 @@ type stoppableRegistry struct {
 
 	mu       sync.Mutex
 	srv      *http.Server
+	requests int                  // requests served so far, numbering them
 	inFlight map[string]int       // manifest PUTs being served, by path
-	done     map[string]time.Time // when the last manifest PUT of a path was served
+	lastPut  map[string]putRecord // the last manifest PUT served of a path
 	cut      map[string]bool
 }
 
-// lostAnswer is how long after a PUT was served its answer may still be on the way
-// when the stop closes the connection.
-const lostAnswer = 250 * time.Millisecond
+// putRecord says on which connection a manifest PUT was answered, and as which request.
+type putRecord struct {
+	conn *connRecord
+	n    int
+}
+
+// connRecord is one client connection: the number of the last request it carried.
+type connRecord struct{ last int }
+
+type connKey struct{}
 
 func newStoppableRegistry(t *testing.T) *stoppableRegistry {
 	t.Helper()
 	r := &stoppableRegistry{registryServer: &registryServer{manifests: map[string][]int{}, blobs: map[string][]int{}}}
 	inner := r.registryServer.handler(true)
-	r.inFlight, r.done, r.cut = map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	r.inFlight, r.lastPut, r.cut = map[string]int{}, map[string]putRecord{}, map[string]bool{}
 	r.handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		conn, _ := req.Context().Value(connKey{}).(*connRecord)
+		r.mu.Lock()
+		r.requests++
+		n := r.requests
+		if conn != nil {
+			conn.last = n
+		}
+		r.mu.Unlock()
 		isManifest := req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/manifests/")
 		if isManifest {
 			r.mu.Lock()
@@ -43,7 +60,7 @@ func newStoppableRegistry(t *testing.T) *stoppableRegistry {
 			defer func() {
 				r.mu.Lock()
 				r.inFlight[req.URL.Path]--
-				r.done[req.URL.Path] = time.Now()
+				r.lastPut[req.URL.Path] = putRecord{conn: conn, n: n}
 				r.mu.Unlock()
 			}()
 		}
@@ -60,7 +77,9 @@ func newStoppableRegistry(t *testing.T) *stoppableRegistry {
 }
 
 func (r *stoppableRegistry) serve(l net.Listener) {
-	srv := &http.Server{Handler: r.handler}
+	srv := &http.Server{Handler: r.handler, ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, &connRecord{})
+	}}
 	r.mu.Lock()
 	r.srv = srv
 	r.mu.Unlock()
@@ -68,13 +87,22 @@ func (r *stoppableRegistry) serve(l net.Listener) {
 }
 
 // stop closes the listener and every open connection: requests in flight see a
-// reset or EOF, new ones a refusal. It records the manifest PUTs it cut: the
-// client cannot know whether they took effect, and repeats them.
+// reset or EOF, new ones a refusal. It records the manifest PUTs it cut: those in
+// flight, and those whose connection carried no later request, since the client may
+// not have read their answer yet (on a loaded machine, for longer than any fixed
+// window) and the reset discards it; the client cannot know whether they took
+// effect, and repeats them. A PUT followed by another request on its connection was
+// answered, so a repeat of it is a bug.
 func (r *stoppableRegistry) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for path, n := range r.inFlight {
-		if n > 0 || time.Since(r.done[path]) < lostAnswer {
+		if n > 0 {
+			r.cut[path] = true
+		}
+	}
+	for path, put := range r.lastPut {
+		if put.conn == nil || put.conn.last == put.n {
 			r.cut[path] = true
 		}
 	}

@@ -179,6 +179,7 @@ task "exec" "lxd_forward" {
       fi
     done
   EOT
+  undo       = "for dir in -i -o; do while iptables -D FORWARD $dir lxdbr0 -j ACCEPT 2>/dev/null; do :; done; done"
   depends_on = [exec.lxd_init]
 }
 
