@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/state"
@@ -192,7 +194,8 @@ func (d *Destruction) one(ctx context.Context, inst *Instance) (*state.Instance,
 		}
 	}
 	if inst.Task.RetainOnDestroy {
-		return d.keep(&rec, "retained (retain_on_destroy)", true)
+		d.kept[addr] = "" // as Terraform's removed block with destroy = false: its dependencies may go
+		return d.keep(&rec, "retained (retain_on_destroy)", false)
 	}
 	kind := inst.Task.Kind
 	if _, ok := kind.New().(tasks.Destroyer); !ok {
@@ -244,14 +247,11 @@ func (d *Destruction) undo(ctx context.Context, inst *Instance, rec *state.Insta
 		if diags.HasErrors() {
 			return errors.New(diagText(diags))
 		}
-		ev, diags := d.plan.evaluate(inst, ectx, true)
-		if diags.HasErrors() {
-			return errors.New(diagText(diags))
+		ev, whole, err := d.plan.evaluateForDestroy(inst, ectx)
+		if err != nil {
+			return err
 		}
-		if ev.task == nil {
-			return errors.New("its inputs read outputs that were not stored (they held a secret, or their task did not finish)")
-		}
-		if fp, hashes := fingerprint(inst.Task, ev.inputs); created.Fingerprint != "" && fp != created.Fingerprint {
+		if fp, hashes := fingerprint(inst.Task, ev.inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
 			d.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
 		}
 		d.say("%s: destroying", inst.Addr)
@@ -324,3 +324,42 @@ func undoGist(text string) string {
 	}
 	return text
 }
+
+// evaluateForDestroy evaluates inst's inputs and decodes its task for Destroy, and
+// reports whether every input was known. A type with DestroyReads needs only those
+// attributes known: the rest (a secret, never stored, reads as unknown) are decoded as
+// zero values and the task is not validated, since Destroy does not read them. Any
+// other type needs every input, and a valid task, as Run does.
+func (p *Plan) evaluateForDestroy(inst *Instance, ectx *hcl.EvalContext) (*evaluated, bool, error) {
+	reads := inst.Task.Kind.DestroyReads
+	ev, diags := p.evaluate(inst, ectx, len(reads) == 0)
+	if diags.HasErrors() {
+		return nil, false, errors.New(diagText(diags))
+	}
+	if len(reads) == 0 {
+		if ev.task == nil {
+			return nil, false, errNotStored
+		}
+		return ev, true, nil
+	}
+	whole := true
+	plain := make(map[string]cty.Value, len(ev.inputs))
+	for name, v := range ev.inputs {
+		v, _ = v.UnmarkDeep()
+		if !v.IsWhollyKnown() {
+			whole = false
+			if slices.Contains(reads, name) {
+				return nil, false, fmt.Errorf("%s: %w", name, errNotStored)
+			}
+			v = cty.NullVal(v.Type())
+		}
+		plain[name] = v
+	}
+	ev.task = inst.Task.Kind.New()
+	if err := tasks.Decode(ev.task, plain); err != nil {
+		return nil, false, err
+	}
+	return ev, whole, nil
+}
+
+var errNotStored = errors.New("its inputs read outputs that were not stored (they held a secret, or their task did not finish)")

@@ -160,8 +160,8 @@ func TestUndoAttrIsNotFingerprinted(t *testing.T) {
 	}
 }
 
-// TestDestroyRetained: an instance with retain_on_destroy is left in place, and so is
-// what it depends on; the rest is destroyed and the destroy succeeds.
+// TestDestroyRetained: an instance with retain_on_destroy is left in place; what it
+// depends on and the rest are destroyed, and the destroy succeeds.
 func TestDestroyRetained(t *testing.T) {
 	h := newHarness(t)
 	log := &undoLog{}
@@ -188,15 +188,76 @@ task "test_undo" "other" {
 	if err != nil || res.Status != state.Succeeded {
 		t.Fatalf("destroy: %v %+v\n%s", err, res, out)
 	}
-	if want := []string{"test_undo.other=other"}; !slices.Equal(log.destroyed, want) {
+	if want := []string{"test_undo.other=other", "test_undo.base=base"}; !slices.Equal(log.destroyed, want) {
 		t.Errorf("destroyed %q, want %q", log.destroyed, want)
 	}
 	for _, want := range []string{
 		"test_undo.cache: retained (retain_on_destroy)",
-		"test_undo.base: kept: test_undo.cache, which depends on it, was not destroyed",
+		"test_undo.base: destroyed in",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("destroy lacks %q:\n%s", want, out)
 		}
 	}
 }
+
+// fileTask writes nothing; its Destroy, like kubeconfig's, reads only its path.
+type fileTask struct {
+	Path    string `hcl:"path"`
+	Content string `hcl:"content"`
+	log     *undoLog
+}
+
+func (t *fileTask) Validate() error { return nil }
+func (t *fileTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return nil, nil
+}
+func (t *fileTask) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	t.log.mu.Lock()
+	defer t.log.mu.Unlock()
+	t.log.destroyed = append(t.log.destroyed, fmt.Sprintf("%s=%s content=%q", env.Address, t.Path, t.Content))
+	return nil
+}
+
+// TestDestroyReads: a type's DestroyReads lets destroy decode an instance whose other
+// inputs were secrets (never stored), leaving them empty; a secret among the
+// attributes Destroy reads still fails it, naming the attribute.
+func TestDestroyReads(t *testing.T) {
+	h := newHarness(t)
+	log := &undoLog{}
+	h.reg.MustRegister(tasks.Type{Name: "test_file", Undo: "test: logged", DestroyReads: []string{"path"},
+		New: func() tasks.Task { return &fileTask{log: log} }})
+	p := h.plan(`
+task "test_secret" "s" {
+  value = "hunter2"
+}
+task "test_file" "f" {
+  path    = "p1"
+  content = test_secret.s.value
+}
+task "test_file" "g" {
+  path    = test_secret.s.path
+  content = "x"
+}
+`)
+	o := h.run(context.Background(), p, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
+	}
+	out := &syncBuffer{}
+	res, err := engine.NewDestruction(p, h.stored(o.runID), engine.DestroyOptions{RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
+	if err != nil || res.Status != state.Failed || res.FirstFailure != "test_file.g" {
+		t.Fatalf("destroy: %v %+v\n%s", err, res, out)
+	}
+	if want := []string{`test_file.f=p1 content=""`}; !slices.Equal(log.destroyed, want) {
+		t.Errorf("destroyed %q, want %q", log.destroyed, want)
+	}
+	if want := "test_file.g: destroy failed in 0s: path: its inputs read outputs that were not stored"; !strings.Contains(out.String(), want) {
+		t.Errorf("destroy lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out.String(), "hunter2") {
+		t.Errorf("the secret reached the output:\n%s", out)
+	}
+}
+
+var _ tasks.Destroyer = (*fileTask)(nil)

@@ -293,6 +293,10 @@ task "karmadactl_join" "member" {
   kubeconfig         = kubeconfig.karmada.path
   cluster_kubeconfig = kubeconfig.member[each.key].path
   depends_on         = [wait_ready.member_api[each.key], process.karmada_controller_manager]
+  # flow destroy does not unjoin: unjoin waits for the Cluster's execution namespace to be
+  # deleted, which needs a namespace controller this lab's Karmada does not run; the
+  # Clusters go with Karmada's etcd data, which destroy removes.
+  retain_on_destroy = true
 }
 
 task "wait_ready" "clusters" {

@@ -29,6 +29,11 @@ type Type struct {
 	// nothing to undo (exec's undo script): flow destroy leaves such instances alone.
 	// It is left out of the fingerprint: changing how a task is undone re-runs nothing.
 	UndoAttr string
+	// DestroyReads, for a Destroyer, names every attribute its Destroy reads. With it,
+	// flow destroy needs only these known: the others (a secret input, which is never
+	// stored) are decoded as zero values and Validate is not called. Without it, every
+	// input must be known and the task must validate, as for Run.
+	DestroyReads []string
 }
 
 // Output declares one output attribute of a task type.
@@ -80,8 +85,8 @@ func (r *Registry) Register(t Type) error {
 }
 
 // Check verifies every registered config struct: its hcl tags give valid attributes
-// (Attributes), and no attribute name collides with the engine's shared settings. It
-// returns every problem found, joined.
+// (Attributes), no attribute name collides with the engine's shared settings, and
+// DestroyReads names only attributes. It returns every problem found, joined.
 func (r *Registry) Check() error {
 	var errs []error
 	for _, name := range r.Names() {
@@ -90,9 +95,16 @@ func (r *Registry) Check() error {
 			errs = append(errs, fmt.Errorf("task type %q: %w", name, err))
 			continue
 		}
+		known := map[string]bool{}
 		for _, a := range attrs {
+			known[a.Name] = true
 			if IsMetaAttribute(a.Name) {
 				errs = append(errs, fmt.Errorf("task type %q: attribute %q is reserved for the engine", name, a.Name))
+			}
+		}
+		for _, read := range r.types[name].DestroyReads {
+			if !known[read] {
+				errs = append(errs, fmt.Errorf("task type %q: DestroyReads names %q, which is no attribute", name, read))
 			}
 		}
 	}

@@ -79,8 +79,10 @@ func TestCheck(t *testing.T) {
 	reg.MustRegister(tasks.Type{Name: "sample", New: func() tasks.Task { return &sample{} }})
 	reg.MustRegister(tasks.Type{Name: "blocky", New: func() tasks.Task { return &withBlock{} }})
 	reg.MustRegister(tasks.Type{Name: "res", New: func() tasks.Task { return &reserved{} }})
+	reg.MustRegister(tasks.Type{Name: "reads", DestroyReads: []string{"name", "path"}, New: func() tasks.Task { return &sample{} }})
 	err := reg.Check()
 	want := "task type \"blocky\": field Inner: nested blocks are not supported; use a map or object attribute\n" +
+		"task type \"reads\": DestroyReads names \"path\", which is no attribute\n" +
 		"task type \"res\": attribute \"timeout\" is reserved for the engine"
 	if err == nil || err.Error() != want {
 		t.Errorf("Check = %v\nwant %s", err, want)

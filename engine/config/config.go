@@ -86,7 +86,8 @@ type Task struct {
 
 	Description string
 	// RetainOnDestroy leaves what the task made in place on flow destroy (a cache, an
-	// image other runs reuse), and with it what the task depends on.
+	// image other runs reuse, or what goes anyway with something destroyed later);
+	// what the task depends on is destroyed as usual.
 	RetainOnDestroy bool
 	ForEach         hcl.Expression // nil without for_each
 	DependsOn       []Ref
