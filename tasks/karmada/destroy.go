@@ -69,7 +69,55 @@ func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 	return i.removeEtcdData(env)
 }
 
+// unregisterFlags is every flag of the `karmadactl unregister` that flow destroy runs
+// for a karmadactl_register, read from Registration's attributes.
+var unregisterFlags = flagTable{
+	{"kubeconfig", "cluster-kubeconfig", kindString},
+	{"context", "cluster-context", kindString},
+	{"namespace", "namespace", kindString},
+	{"cluster_namespace", "cluster-namespace", kindString},
+	{"karmada_kubeconfig", "karmada-config", kindString},
+}
+
+// Destroy unregisters the member with `karmadactl unregister` unless the member has
+// none of register's objects and Karmada (when karmada_kubeconfig names it) no
+// Cluster of that name. It reads only DestroyReads: the token is a secret, never
+// stored, and unregister does not need it.
+func (r *Registration) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	client, host, err := r.memberClient()
+	if err != nil {
+		return fmt.Errorf("unregister %q: %w", r.ClusterName, err)
+	}
+	agent, err := r.agentState(ctx, env, client)
+	if err != nil {
+		return fmt.Errorf("unregister %q: member cluster %s: %w", r.ClusterName, host, err)
+	}
+	if agent == agentNone && r.KarmadaKubeconfig != "" {
+		cluster, err := getCluster(ctx, env, r.KarmadaKubeconfig, "", r.ClusterName)
+		if err != nil {
+			return fmt.Errorf("unregister %q: %w", r.ClusterName, err)
+		}
+		if cluster != nil {
+			agent = agentLeftovers
+		}
+	}
+	if agent == agentNone {
+		fmt.Fprintf(env.Stdout, "cluster %s already unregistered\n", r.ClusterName)
+		return nil
+	}
+	bin := newBinary(r.Karmadactl, r.KarmadactlVersion)
+	if err := bin.checkVersion(ctx, env); err != nil {
+		return err
+	}
+	args := append([]string{"unregister", r.ClusterName}, unregisterFlags.args(r)...)
+	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
+		return fmt.Errorf("karmadactl unregister %q: %w", r.ClusterName, err)
+	}
+	return nil
+}
+
 var (
 	_ tasks.Destroyer = (*Join)(nil)
 	_ tasks.Destroyer = (*Init)(nil)
+	_ tasks.Destroyer = (*Registration)(nil)
 )

@@ -27,7 +27,8 @@ var tableCases = []tableCase{
 	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster", "api_endpoint"}},
 	{[]string{"unjoin"}, unjoinFlags, nil, &Join{}, nil},
 	{[]string{"token", "create"}, tokenFlags, []string{"print-register-command"}, &Token{}, []string{"karmadactl", "karmadactl_version", "extra_args"}},
-	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint", "agent_api_endpoint"}},
+	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint", "agent_api_endpoint", "karmada_kubeconfig"}},
+	{[]string{"unregister"}, unregisterFlags, nil, &Registration{}, nil},
 }
 
 // Every table entry reads an attribute of the right Go type, no attribute or flag

@@ -47,7 +47,8 @@ type Registration struct {
 	ClusterRegion    string   `hcl:"cluster_region,optional" doc:"Region of the member, for scheduling (--cluster-region)."`
 	ClusterZones     []string `hcl:"cluster_zones,optional" doc:"Zones of the member, for scheduling (--cluster-zones, joined with commas)."`
 
-	AgentAPIEndpoint string `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
+	AgentAPIEndpoint  string `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
+	KarmadaKubeconfig string `hcl:"karmada_kubeconfig,optional" doc:"Kubeconfig of the Karmada API server as this machine reaches it, e.g. karmadactl_init's kubeconfig output; flow destroy's karmadactl unregister uses it (--karmada-config). Default: karmadactl reads the agent's own, whose server may be one only the member reaches."`
 }
 
 // registerFlags is every flag karmadactl_register emits besides `register ENDPOINT`.
@@ -94,7 +95,9 @@ the machine flow runs on while the command runs.`,
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
 		},
-		Undo: "Cannot be undone by flow destroy: the member stays registered (karmadactl unregister removes it).",
+		Undo: "flow destroy runs karmadactl unregister (the Cluster object, karmada-agent and what register made in the member) unless the member has none of register's objects and Karmada no Cluster of that name; the token is not needed.",
+		DestroyReads: []string{"karmadactl", "karmadactl_version", "cluster_name", "kubeconfig", "context",
+			"namespace", "cluster_namespace", "karmada_kubeconfig"},
 		Example: `task "karmadactl_register" "member2" {
   api_endpoint = karmadactl_token.register.api_endpoint
   token        = karmadactl_token.register.token

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -195,5 +196,61 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 	}
 	if got := strings.Join(subcommands(t, record), " "); got != "version version" {
 		t.Errorf("karmadactl calls = %q, want version version", got)
+	}
+}
+
+// Destroy runs karmadactl unregister, with the Karmada kubeconfig and without the
+// token, when the member runs karmada-agent or Karmada has the Cluster; with neither,
+// it says already unregistered and runs nothing.
+func (s servers) testRegisterDestroy(t *testing.T) {
+	cases := []struct {
+		name, ns, cluster string
+		agent, object     bool
+		want              string
+	}{
+		{"agent", "kreg-destroy-agent", "member6", true, false, "version unregister"},
+		{"cluster object only", "kreg-destroy-object", "member7", false, true, "version unregister"},
+		{"nothing", "kreg-destroy-none", "member8", false, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.agent {
+				s.createAgent(t, c.ns, "https://10.1.0.1:32443")
+			}
+			if c.object {
+				obj := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+					"metadata": map[string]any{"name": c.cluster},
+					"spec":     map[string]any{"syncMode": "Pull"},
+				}}
+				if _, err := s.karmada.Dynamic(t).Resource(clusters).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"unregister": "echo unregistered"})
+			env, buf := taskstest.NewEnv(t)
+			// As flow destroy decodes it: the token and endpoint were never stored.
+			reg := &Registration{Karmadactl: bin, ClusterName: c.cluster, Kubeconfig: s.member.Kubeconfig,
+				Namespace: c.ns, KarmadaKubeconfig: s.karmada.Kubeconfig}
+			if err := reg.Destroy(t.Context(), env, nil); err != nil {
+				t.Fatalf("%v\n%s", err, buf)
+			}
+			if got := strings.Join(subcommands(t, record), " "); got != c.want {
+				t.Errorf("karmadactl calls = %q, want %q\n%s", got, c.want, buf)
+			}
+			if c.want == "" {
+				if !strings.Contains(buf.String(), "cluster "+c.cluster+" already unregistered") {
+					t.Errorf("printed:\n%s", buf)
+				}
+				return
+			}
+			argv := calls(t, record)[1]
+			for _, flag := range []string{"unregister " + c.cluster, "--cluster-kubeconfig=" + s.member.Kubeconfig,
+				"--namespace=" + c.ns, "--karmada-config=" + s.karmada.Kubeconfig} {
+				if !strings.Contains(argv, flag) {
+					t.Errorf("karmadactl %s lacks %s", argv, flag)
+				}
+			}
+		})
 	}
 }

@@ -53,6 +53,7 @@ func TestWithAPIServers(t *testing.T) {
 	t.Run("register half-done FakeKarmadactl", s.testRegisterHalfDone)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
 	t.Run("register agent api endpoint FakeKarmadactl", s.testRegisterAgentEndpoint)
+	t.Run("register destroy FakeKarmadactl", s.testRegisterDestroy)
 }
 
 // Join for real with api_endpoint: the Cluster object appears with the member's
