@@ -111,6 +111,7 @@ task "karmadactl_register" "member" {
   cluster_name        = var.member
   kubeconfig          = module.member.kubeconfig # once the member's node is Ready
   karmada_agent_image = var.agent_image
+  karmada_kubeconfig  = local.karmada_kubeconfig # flow destroy's karmadactl unregister
   timeout             = "10m"
 }
 
