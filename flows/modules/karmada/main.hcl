@@ -191,6 +191,7 @@ task "karmadactl_register" "pull" {
   kubeconfig          = var.kubeconfigs[each.key]
   karmada_agent_image = "${var.registry}/karmada-agent:${var.karmadactl_version}"
   agent_api_endpoint  = var.agent_api_endpoint
+  karmada_kubeconfig  = karmadactl_init.karmada.kubeconfig # flow destroy's karmadactl unregister
   timeout             = "5m"
 }
 
