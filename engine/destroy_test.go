@@ -167,7 +167,7 @@ func TestDestroyRetained(t *testing.T) {
 	log := &undoLog{}
 	h.reg.MustRegister(tasks.Type{Name: "test_undo", Outputs: valueOutput, Undo: "test: logged",
 		New: func() tasks.Task { return &undoTask{log: log} }})
-	p := h.plan(`
+	res, out := runThenDestroy(t, h, `
 task "test_undo" "base" {
   value = "base"
 }
@@ -179,14 +179,8 @@ task "test_undo" "other" {
   value = "other"
 }
 `)
-	o := h.run(context.Background(), p, engine.Options{})
-	if o.res.Status != state.Succeeded {
-		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
-	}
-	out := &syncBuffer{}
-	res, err := engine.NewDestruction(p, h.stored(o.runID), engine.DestroyOptions{RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
-	if err != nil || res.Status != state.Succeeded {
-		t.Fatalf("destroy: %v %+v\n%s", err, res, out)
+	if res.Status != state.Succeeded {
+		t.Fatalf("destroy: %+v\n%s", res, out)
 	}
 	if want := []string{"test_undo.other=other", "test_undo.base=base"}; !slices.Equal(log.destroyed, want) {
 		t.Errorf("destroyed %q, want %q", log.destroyed, want)
@@ -227,7 +221,7 @@ func TestDestroyReads(t *testing.T) {
 	log := &undoLog{}
 	h.reg.MustRegister(tasks.Type{Name: "test_file", Undo: "test: logged", DestroyReads: []string{"path"},
 		New: func() tasks.Task { return &fileTask{log: log} }})
-	p := h.plan(`
+	res, out := runThenDestroy(t, h, `
 task "test_secret" "s" {
   value = "hunter2"
 }
@@ -240,14 +234,8 @@ task "test_file" "g" {
   content = "x"
 }
 `)
-	o := h.run(context.Background(), p, engine.Options{})
-	if o.res.Status != state.Succeeded {
-		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
-	}
-	out := &syncBuffer{}
-	res, err := engine.NewDestruction(p, h.stored(o.runID), engine.DestroyOptions{RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
-	if err != nil || res.Status != state.Failed || res.FirstFailure != "test_file.g" {
-		t.Fatalf("destroy: %v %+v\n%s", err, res, out)
+	if res.Status != state.Failed || res.FirstFailure != "test_file.g" {
+		t.Fatalf("destroy: %+v\n%s", res, out)
 	}
 	if want := []string{`test_file.f=p1 content=""`}; !slices.Equal(log.destroyed, want) {
 		t.Errorf("destroyed %q, want %q", log.destroyed, want)
@@ -261,3 +249,20 @@ task "test_file" "g" {
 }
 
 var _ tasks.Destroyer = (*fileTask)(nil)
+
+// runThenDestroy runs flow, which must succeed, then destroys that run and returns the
+// destroy's result and what it printed.
+func runThenDestroy(t *testing.T, h *harness, flow string) (*engine.Result, *syncBuffer) {
+	t.Helper()
+	p := h.plan(flow)
+	o := h.run(context.Background(), p, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
+	}
+	out := &syncBuffer{}
+	res, err := engine.NewDestruction(p, h.stored(o.runID), engine.DestroyOptions{RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
+	if err != nil {
+		t.Fatalf("destroy: %v\n%s", err, out)
+	}
+	return res, out
+}
