@@ -31,6 +31,9 @@ type DestroyOptions struct {
 	Logger hclog.Logger
 	// Live leaves task output out of Out, for a live view (see Options.Live).
 	Live bool
+	// Parallelism is how many instances are undone at once, each only after everything
+	// that depends on it. 0 or 1: one at a time, in reverse plan order.
+	Parallelism int
 }
 
 // Destruction undoes what one run created. Run may be called once; Snapshot, Log and
@@ -41,10 +44,10 @@ type Destruction struct {
 	opts    DestroyOptions
 	console *console
 	values  map[string]cty.Value
-	// kept names, per instance left in place, why; its dependencies stay too.
-	kept map[string]string
 
-	mu       sync.Mutex // guards records and captures, the live view
+	mu sync.Mutex // guards kept, records and captures: undos run concurrently
+	// kept names, per instance left in place, why; its dependencies stay too.
+	kept     map[string]string
 	records  map[string]*state.Instance
 	captures map[string]*capture
 }
@@ -80,39 +83,108 @@ func ran(r *state.Instance) bool {
 	return r != nil && (r.Attempts > 0 || r.Status == state.Succeeded)
 }
 
-// Run undoes, in reverse dependency order, one instance at a time, each instance the
-// run started: decoded from its inputs as that run evaluated them (the plan's
+// Run undoes each instance the run started, in reverse dependency order, up to
+// Parallelism at a time: decoded from its inputs as that run evaluated them (the plan's
 // variables and its dependencies' recorded outputs) and, if its task type is a
 // tasks.Destroyer, destroyed. An instance is left alone when its type cannot be undone
 // (or, with Type.UndoAttr, the instance does not set that attribute), or when
-// something that depends on it could not be destroyed. Each result is committed
-// before the next instance starts, so an interrupted destroy continues where it
-// stopped. Like Runner.Run, the error is non-nil only when a checkpoint could not be
-// written; failures are in the Result.
+// something that depends on it could not be destroyed. Each result is committed as it
+// comes, so an interrupted destroy continues where it stopped. Like Runner.Run, the
+// error is non-nil only when a checkpoint could not be written (then nothing new is
+// started); failures are in the Result.
 func (d *Destruction) Run(ctx context.Context) (*Result, error) {
 	d.values = d.plan.recordedValues(d.created)
 	res := &Result{Status: state.Succeeded}
-	for i := len(d.plan.Order) - 1; i >= 0; i-- {
-		addr := d.plan.Order[i]
-		if d.records[addr] == nil {
-			continue
+	waits, frees := d.order()
+	index := make(map[string]int, len(d.plan.Order))
+	for i, addr := range d.plan.Order {
+		index[addr] = i
+	}
+	// Ready instances start highest plan index first: one at a time, that is reverse plan order.
+	var ready []string
+	push := func(addr string) {
+		i, _ := slices.BinarySearchFunc(ready, index[addr], func(a string, t int) int { return index[a] - t })
+		ready = slices.Insert(ready, i, addr)
+	}
+	for addr, n := range waits {
+		if n == 0 {
+			push(addr)
 		}
-		rec, err := d.one(ctx, d.plan.Instances[addr])
-		res.Records = append(res.Records, rec)
-		if err != nil {
-			return res, fmt.Errorf("write checkpoint: %w", err)
+	}
+	type outcome struct {
+		rec *state.Instance
+		err error
+	}
+	results := make(chan outcome)
+	running, limit := 0, max(d.opts.Parallelism, 1)
+	var commitErr error
+	for {
+		// The coordinator alone starts undos, and never after a checkpoint failed.
+		for commitErr == nil && running < limit && len(ready) > 0 {
+			addr := ready[len(ready)-1]
+			ready = ready[:len(ready)-1]
+			running++
+			go func(inst *Instance) {
+				rec, err := d.one(ctx, inst)
+				results <- outcome{rec, err}
+			}(d.plan.Instances[addr])
 		}
-		switch rec.Status {
+		if running == 0 {
+			return res, commitErr
+		}
+		o := <-results
+		running--
+		res.Records = append(res.Records, o.rec)
+		if o.err != nil && commitErr == nil {
+			commitErr = fmt.Errorf("write checkpoint: %w", o.err)
+		}
+		switch o.rec.Status {
 		case state.Failed:
 			if res.FirstFailure == "" {
-				res.FirstFailure = addr
+				res.FirstFailure = o.rec.Address
 			}
 			res.Status = state.Failed
 		case state.Interrupted:
-			res.Status = state.Interrupted
+			if res.Status != state.Failed {
+				res.Status = state.Interrupted
+			}
+		}
+		// An instance may go once everything that depends on it has had its turn.
+		for _, dep := range frees[o.rec.Address] {
+			if waits[dep]--; waits[dep] == 0 {
+				push(dep)
+			}
 		}
 	}
-	return res, nil
+}
+
+// order returns, for each instance to undo, how many instances to undo depend on it
+// (waits), and for each, the instances to undo that it depends on (frees). Instances
+// that never ran are looked through, so an instance still waits for a dependent
+// reached only through them.
+func (d *Destruction) order() (waits map[string]int, frees map[string][]string) {
+	waits, frees = map[string]int{}, map[string][]string{}
+	for addr := range d.records {
+		waits[addr] += 0
+		seen := map[string]bool{}
+		var visit func(string)
+		visit = func(a string) {
+			for _, dep := range d.plan.Dependents(a) {
+				if seen[dep] {
+					continue
+				}
+				seen[dep] = true
+				if d.records[dep] == nil {
+					visit(dep)
+					continue
+				}
+				waits[addr]++
+				frees[dep] = append(frees[dep], addr)
+			}
+		}
+		visit(addr)
+	}
+	return waits, frees
 }
 
 // Snapshot returns copies of the records of the instances being undone, in plan order.
@@ -189,34 +261,48 @@ func (d *Destruction) one(ctx context.Context, inst *Instance) (*state.Instance,
 		return &rec, nil
 	}
 	for _, dep := range d.plan.Dependents(addr) {
-		if why, ok := d.kept[dep]; ok && why != "" {
+		if why := d.keptWhy(dep); why != "" {
 			return d.keep(&rec, fmt.Sprintf("kept: %s, which depends on it, was not destroyed", dep), true)
 		}
 	}
 	if inst.Task.RetainOnDestroy {
-		d.kept[addr] = "" // as Terraform's removed block with destroy = false: its dependencies may go
+		d.setKept(addr, "") // as Terraform's removed block with destroy = false: its dependencies may go
 		return d.keep(&rec, "retained (retain_on_destroy)", false)
 	}
 	kind := inst.Task.Kind
 	if _, ok := kind.New().(tasks.Destroyer); !ok {
-		d.kept[addr] = "" // nothing of it to wait for: its dependencies may go
+		d.setKept(addr, "") // nothing of it to wait for: its dependencies may go
 		return d.keep(&rec, fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", undoGist(kind.UndoText()), inst.Task.Type), false)
 	}
 	if _, set := inst.Task.Attributes[kind.UndoAttr]; kind.UndoAttr != "" && !set {
-		d.kept[addr] = ""
+		d.setKept(addr, "")
 		return d.keep(&rec, fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type), false)
 	}
 	if err := ctx.Err(); err != nil {
-		d.kept[addr] = "interrupted"
+		d.setKept(addr, "interrupted")
 		rec.Status, rec.Error = state.Interrupted, "interrupted"
 		return &rec, d.commit(&rec, nil)
 	}
 	return d.undo(ctx, inst, &rec, created)
 }
 
+// setKept records that addr stays; a non-empty why keeps its dependencies too.
+func (d *Destruction) setKept(addr, why string) {
+	d.mu.Lock()
+	d.kept[addr] = why
+	d.mu.Unlock()
+}
+
+// keptWhy says why addr was kept with its dependencies, or "".
+func (d *Destruction) keptWhy(addr string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.kept[addr]
+}
+
 func (d *Destruction) keep(rec *state.Instance, why string, blocks bool) (*state.Instance, error) {
 	if blocks {
-		d.kept[rec.Address] = why
+		d.setKept(rec.Address, why)
 	}
 	rec.Status, rec.Reason = state.Skipped, why
 	d.say("%s: %s", rec.Address, why)
@@ -266,11 +352,11 @@ func (d *Destruction) undo(ctx context.Context, inst *Instance, rec *state.Insta
 	switch {
 	case derr != nil && ctx.Err() != nil:
 		rec.Status, rec.Error = state.Interrupted, "interrupted"
-		d.kept[inst.Addr] = "interrupted"
+		d.setKept(inst.Addr, "interrupted")
 		d.say("%s: interrupted after %s", inst.Addr, elapsed)
 	case derr != nil:
 		rec.Status, rec.Error = state.Failed, d.plan.Scope.Redact(derr.Error())
-		d.kept[inst.Addr] = "failed"
+		d.setKept(inst.Addr, "failed")
 		d.say("%s: destroy failed in %s: %s", inst.Addr, elapsed, rec.Error)
 	default:
 		rec.Status = state.Succeeded

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -266,3 +267,86 @@ func runThenDestroy(t *testing.T, h *harness, flow string) (*engine.Result, *syn
 	}
 	return res, out
 }
+
+// parTask's Destroy logs its address and, for a member, waits until three members are
+// being undone at once (or 10 s pass), counting how many overlap.
+type parTask struct {
+	Value string `hcl:"value"`
+	par   *parLog
+}
+
+type parLog struct {
+	mu              sync.Mutex
+	order           []string
+	arrived, inside int
+	maxInside       int
+	allThreeArrived chan struct{}
+}
+
+func (t *parTask) Validate() error { return nil }
+func (t *parTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	return tasks.Outputs{"value": cty.StringVal(t.Value)}, nil
+}
+func (t *parTask) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	p := t.par
+	p.mu.Lock()
+	p.order = append(p.order, env.Address)
+	p.inside++
+	p.maxInside = max(p.maxInside, p.inside)
+	member := strings.HasPrefix(env.Address, "test_par.member")
+	if member {
+		if p.arrived++; p.arrived == 3 {
+			close(p.allThreeArrived)
+		}
+	}
+	p.mu.Unlock()
+	if member {
+		select {
+		case <-p.allThreeArrived:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	p.mu.Lock()
+	p.inside--
+	p.mu.Unlock()
+	return nil
+}
+
+// TestDestroyParallel: with Parallelism 3, independent instances are undone at once (at
+// most three), and each only after everything that depends on it.
+func TestDestroyParallel(t *testing.T) {
+	h := newHarness(t)
+	par := &parLog{allThreeArrived: make(chan struct{})}
+	h.reg.MustRegister(tasks.Type{Name: "test_par", Outputs: valueOutput, Undo: "test: logged",
+		New: func() tasks.Task { return &parTask{par: par} }})
+	p := h.plan(`
+task "test_par" "base" {
+  value = "base"
+}
+task "test_par" "member" {
+  for_each = toset(["m1", "m2", "m3", "m4"])
+  value    = "${test_par.base.value}-${each.key}"
+}
+task "test_par" "top" {
+  value = join(",", [for k, m in test_par.member : m.value])
+}
+`)
+	o := h.run(context.Background(), p, engine.Options{})
+	if o.res.Status != state.Succeeded {
+		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
+	}
+	out := &syncBuffer{}
+	res, err := engine.NewDestruction(p, h.stored(o.runID), engine.DestroyOptions{RunID: h.createRun(), Store: h.store,
+		Out: out, Parallelism: 3}).Run(context.Background())
+	if err != nil || res.Status != state.Succeeded || len(res.Records) != 6 {
+		t.Fatalf("destroy: %v %+v\n%s", err, res, out)
+	}
+	if first, last := par.order[0], par.order[len(par.order)-1]; first != "test_par.top" || last != "test_par.base" {
+		t.Errorf("undone in order %q: want test_par.top first and test_par.base last", par.order)
+	}
+	if par.maxInside != 3 {
+		t.Errorf("at most %d undone at once, want 3 (Parallelism)", par.maxInside)
+	}
+}
+
+var _ tasks.Destroyer = (*parTask)(nil)

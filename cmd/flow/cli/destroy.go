@@ -14,11 +14,13 @@ import (
 func (c *CLI) destroyCmd() *cobra.Command {
 	var v varFlags
 	var progress progressFlag
+	var parallelism int
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Undo what the latest run created, in reverse dependency order",
 		Long: `Undo what the latest run of the state file created: every task instance it started is
-destroyed in reverse dependency order (what depends on an instance goes before it), each
+destroyed in reverse dependency order (what depends on an instance goes before it;
+independent ones at once, up to --parallelism), each
 decoded from the inputs that run evaluated: the flow is read again from the recorded
 path with the variables the run recorded, so nothing has to be given again except
 sensitive variables, which are never stored.
@@ -35,14 +37,18 @@ state, 130 interrupted.`,
   flow destroy --state .flow/lab.db
   flow destroy --var token=$TOKEN    # sensitive variables are not stored`,
 		Args: exactArgs(0, ""),
-		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(v, progress) },
+		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(v, progress, parallelism) },
 	}
 	v.add(cmd)
 	progress.add(cmd)
+	cmd.Flags().IntVar(&parallelism, "parallelism", 10, "how many task instances are undone at once")
 	return cmd
 }
 
-func (c *CLI) destroy(v varFlags, progress progressFlag) error {
+func (c *CLI) destroy(v varFlags, progress progressFlag, parallelism int) error {
+	if parallelism < 1 {
+		return failf(ExitInvalid, "--parallelism must be at least 1, got %d", parallelism)
+	}
 	showLive, err := progress.live(c.stdout)
 	if err != nil {
 		return err
@@ -94,7 +100,7 @@ func (c *CLI) destroy(v varFlags, progress progressFlag) error {
 	fmt.Fprintf(c.stdout, "%s what run %d of %s created (destroy run %d)\n", verb, target.ID, displayPath(target.Flow), run.ID)
 	out, view := c.progressOut(showLive)
 	d := engine.NewDestruction(l.Plan, created, engine.DestroyOptions{RunID: run.ID, Store: store, Done: done,
-		Out: out, Logger: c.logger(l.Plan.Scope.Redact), Live: showLive})
+		Out: out, Logger: c.logger(l.Plan.Scope.Redact), Live: showLive, Parallelism: parallelism})
 	src.start(run, d)
 	began := time.Now()
 	view.start(d)
