@@ -96,15 +96,12 @@ func (d *Destruction) Run(ctx context.Context) (*Result, error) {
 	d.values = d.plan.recordedValues(d.created)
 	res := &Result{Status: state.Succeeded}
 	waits, frees := d.order()
-	index := make(map[string]int, len(d.plan.Order))
-	for i, addr := range d.plan.Order {
-		index[addr] = i
-	}
-	// Ready instances start highest plan index first: one at a time, that is reverse plan order.
-	var ready []string
+	// Ready instances start latest in plan order first: one at a time, that is reverse plan order.
+	var ready []*Instance // by plan order
 	push := func(addr string) {
-		i, _ := slices.BinarySearchFunc(ready, index[addr], func(a string, t int) int { return index[a] - t })
-		ready = slices.Insert(ready, i, addr)
+		inst := d.plan.Instances[addr]
+		i, _ := slices.BinarySearchFunc(ready, inst.order, func(r *Instance, o int) int { return r.order - o })
+		ready = slices.Insert(ready, i, inst)
 	}
 	for addr, n := range waits {
 		if n == 0 {
@@ -121,13 +118,13 @@ func (d *Destruction) Run(ctx context.Context) (*Result, error) {
 	for {
 		// The coordinator alone starts undos, and never after a checkpoint failed.
 		for commitErr == nil && running < limit && len(ready) > 0 {
-			addr := ready[len(ready)-1]
+			inst := ready[len(ready)-1]
 			ready = ready[:len(ready)-1]
 			running++
-			go func(inst *Instance) {
+			go func() {
 				rec, err := d.one(ctx, inst)
 				results <- outcome{rec, err}
-			}(d.plan.Instances[addr])
+			}()
 		}
 		if running == 0 {
 			return res, commitErr

@@ -75,13 +75,9 @@ func (i *Init) inspect(ctx context.Context, env *tasks.Env, config string) (plan
 
 // hostClient is a dynamic client for the host cluster.
 func (i *Init) hostClient() (*dynamic.DynamicClient, error) {
-	cfg, err := kube.RESTConfig(i.Kubeconfig, i.Context)
+	client, _, err := kube.DynamicClient(i.Kubeconfig, i.Context)
 	if err != nil {
 		return nil, fmt.Errorf("host cluster: %w", err)
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("host cluster %s: %w", cfg.Host, err)
 	}
 	return client, nil
 }

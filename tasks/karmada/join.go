@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/dynamic"
 )
 
 // clusterNameMax is Karmada's limit on cluster names.
@@ -119,13 +118,9 @@ func validateClusterName(attr, name string) error {
 // getCluster returns Karmada's Cluster object name, or nil when there is none. A
 // Karmada API server that is restarting is asked again (kube.TransientFault).
 func getCluster(ctx context.Context, env *tasks.Env, kubeconfig, kubeContext, name string) (*unstructured.Unstructured, error) {
-	cfg, err := kube.RESTConfig(kubeconfig, kubeContext)
+	client, host, err := karmadaClient(kubeconfig, kubeContext)
 	if err != nil {
-		return nil, fmt.Errorf("karmada API server: %w", err)
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("karmada API server %s: %w", cfg.Host, err)
+		return nil, err
 	}
 	obj, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
 		return client.Resource(clusters).Get(ctx, name, metav1.GetOptions{})
@@ -134,7 +129,7 @@ func getCluster(ctx context.Context, env *tasks.Env, kubeconfig, kubeContext, na
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("karmada API server %s: get cluster: %w", cfg.Host, err)
+		return nil, fmt.Errorf("karmada API server %s: get cluster: %w", host, err)
 	}
 	return obj, nil
 }

@@ -202,23 +202,19 @@ func waitDeleted(ctx context.Context, resource dynamic.ResourceInterface, name s
 // the endpoint its Cluster should have: api_endpoint or cluster_kubeconfig's
 // server.
 func (j *Join) member(ctx context.Context, env *tasks.Env) (member, error) {
-	cfg, err := kube.RESTConfig(j.ClusterKubeconfig, j.ClusterContext)
+	client, host, err := kube.DynamicClient(j.ClusterKubeconfig, j.ClusterContext)
 	if err != nil {
 		return member{}, fmt.Errorf("member cluster: %w", err)
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return member{}, fmt.Errorf("member cluster %s: %w", cfg.Host, err)
 	}
 	ns, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
 		return client.Resource(namespaceResource).Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	})
 	if err != nil {
-		return member{}, fmt.Errorf("member cluster %s: get namespace kube-system: %w", cfg.Host, err)
+		return member{}, fmt.Errorf("member cluster %s: get namespace kube-system: %w", host, err)
 	}
 	m := member{id: string(ns.GetUID()), endpoint: j.APIEndpoint, client: client}
 	if m.endpoint == "" {
-		m.endpoint = cfg.Host
+		m.endpoint = host
 	}
 	return m, nil
 }
@@ -232,15 +228,11 @@ func (j *Join) clusterNamespace() string {
 
 // karmadaClient is a dynamic client for the Karmada API server, and its address.
 func karmadaClient(kubeconfig, kubeContext string) (*dynamic.DynamicClient, string, error) {
-	cfg, err := kube.RESTConfig(kubeconfig, kubeContext)
+	client, host, err := kube.DynamicClient(kubeconfig, kubeContext)
 	if err != nil {
 		return nil, "", fmt.Errorf("karmada API server: %w", err)
 	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", fmt.Errorf("karmada API server %s: %w", cfg.Host, err)
-	}
-	return client, cfg.Host, nil
+	return client, host, nil
 }
 
 // clusterID is a Cluster's spec.id.

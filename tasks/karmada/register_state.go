@@ -41,15 +41,11 @@ const (
 )
 
 func (r *Registration) memberClient() (dynamic.Interface, string, error) {
-	cfg, err := kube.RESTConfig(r.Kubeconfig, r.Context)
+	client, host, err := kube.DynamicClient(r.Kubeconfig, r.Context)
 	if err != nil {
 		return nil, "", fmt.Errorf("member cluster: %w", err)
 	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", fmt.Errorf("member cluster %s: %w", cfg.Host, err)
-	}
-	return client, cfg.Host, nil
+	return client, host, nil
 }
 
 // agentState reads which of register's objects the member has.

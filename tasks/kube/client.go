@@ -12,6 +12,7 @@ import (
 	"github.com/flowdev/flow/tasks"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -50,6 +51,20 @@ func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
 	// Long waits poll; a client-side rate limit would only slow them.
 	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, nil
+}
+
+// DynamicClient is a dynamic client for the cluster that kubeconfig and context name
+// (resolved as RESTConfig does), and the server's address, for messages.
+func DynamicClient(kubeconfig, context string) (*dynamic.DynamicClient, string, error) {
+	cfg, err := RESTConfig(kubeconfig, context)
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	return client, cfg.Host, nil
 }
 
 // TransientFault classifies the errors of Kubernetes API requests for
