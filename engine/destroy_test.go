@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -241,7 +242,8 @@ task "test_file" "g" {
 	if want := []string{`test_file.f=p1 content=""`}; !slices.Equal(log.destroyed, want) {
 		t.Errorf("destroyed %q, want %q", log.destroyed, want)
 	}
-	if want := "test_file.g: destroy failed in 0s: path: its inputs read outputs that were not stored"; !strings.Contains(out.String(), want) {
+	// The line carries the undo's duration, which a slow machine makes non-zero.
+	if want := regexp.MustCompile(`test_file\.g: destroy failed in \S+: path: its inputs read outputs that were not stored`); !want.MatchString(out.String()) {
 		t.Errorf("destroy lacks %q:\n%s", want, out)
 	}
 	if strings.Contains(out.String(), "hunter2") {
