@@ -126,8 +126,9 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 	}
 }
 
-// publish converts outputs to their declared types, builds the value dependents see,
-// and encodes outputs for the state unless they derive from a secret.
+// publish converts outputs to their declared types, builds the value dependents see
+// (when an expression reads it), and encodes outputs for the state unless they derive
+// from a secret.
 func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outputs, res *attemptResult) error {
 	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
 	redact := false
@@ -151,7 +152,9 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 		}
 		conv[o.Name] = cv
 	}
-	res.value = instanceValue(inst.Task, ev.inputs, conv)
+	if inst.Task.Read {
+		res.value = instanceValue(inst.Task, ev.inputs, conv)
+	}
 	if redact {
 		res.redacted = true
 		return nil
@@ -187,6 +190,9 @@ func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp s
 			return cty.NilVal, "its recorded outputs could not be read", false
 		}
 		outs[name] = v
+	}
+	if !inst.Task.Read {
+		return cty.NilVal, "succeeded before with the same inputs", true
 	}
 	return instanceValue(inst.Task, ev.inputs, outs), "succeeded before with the same inputs", true
 }

@@ -161,12 +161,22 @@ func (c *coordinator) release(addr string) {
 	}
 }
 
+// keepValue keeps a finished instance's value for what reads it; an instance no
+// expression reads has none (see config.Task.Read), and keeping nothing for it keeps
+// a long run's heap from growing with every success.
+func (c *coordinator) keepValue(addr string, v cty.Value) {
+	if v != cty.NilVal {
+		c.values[addr] = v
+	}
+}
+
 func (c *coordinator) finishAttempt(res *attemptResult) {
 	addr := res.inst.Addr
 	elapsed := round(res.finished.Sub(res.began))
 	switch res.kind {
 	case outcomeUpToDate:
-		c.final[addr], c.values[addr] = true, res.value
+		c.final[addr] = true
+		c.keepValue(addr, res.value)
 		c.upToDate++
 		c.update(addr, func(rec *state.Instance) {
 			*rec = *c.opts.Previous[addr]
@@ -175,7 +185,8 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		c.say("%s: up to date (%s)", addr, res.reason)
 		c.release(addr) // its record is already durable
 	case outcomeSucceeded:
-		c.final[addr], c.values[addr] = true, res.value
+		c.final[addr] = true
+		c.keepValue(addr, res.value)
 		rec := c.update(addr, func(rec *state.Instance) {
 			rec.Status, rec.FinishedAt, rec.Error, rec.Reason = state.Succeeded, timePtr(res.finished), "", res.reason
 			rec.Outputs, rec.Redacted = res.stored, res.redacted

@@ -31,7 +31,31 @@ func (f *Flow) checkReferences(reg *tasks.Registry) hcl.Diagnostics {
 		diags = append(diags, f.checkRefs(refs, reg)...)
 		o.Refs = refs
 	}
+	f.markRead()
 	return diags
+}
+
+// markRead sets Read on every task that a task, a module call's input or an output
+// reads; depends_on alone reads nothing.
+func (f *Flow) markRead() {
+	read := func(refs []Ref) {
+		for _, r := range refs {
+			if t, ok := f.Task(r.Addr); ok && !r.IsModule() {
+				t.Read = true
+			}
+		}
+	}
+	for _, t := range f.Tasks {
+		read(t.Refs)
+	}
+	for _, m := range f.Modules {
+		for _, refs := range m.InputRefs {
+			read(refs)
+		}
+	}
+	for _, o := range f.Outputs {
+		read(o.Refs)
+	}
 }
 
 func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {

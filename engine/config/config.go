@@ -101,6 +101,10 @@ type Task struct {
 	Attributes hcl.Attributes
 	// Refs are the task references in Attributes, Timeout and Retry, with their ranges.
 	Refs []Ref
+	// Read reports whether an expression of the flow (a task's, a module call's input,
+	// an output) reads this task's value; the engine keeps finished instances' values
+	// only for such tasks, since nothing else can look them up.
+	Read bool
 }
 
 // Exprs returns every expression evaluated per instance: the type's attributes (by

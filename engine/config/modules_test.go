@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/flowdev/flow/engine/config"
@@ -67,5 +68,35 @@ func TestHashCoversModules(t *testing.T) {
 	h2 := hash(`task "exec" "a" { command = ["false"] }`)
 	if h1 == h2 {
 		t.Errorf("hash %s did not change with the module's file", h1)
+	}
+}
+
+// TestTaskRead: a task is read when another task's attribute, a module call's input
+// or an output reads it; depends_on reads nothing, and neither does a reference to
+// a module call's outputs (those read tasks of the module's own flow).
+func TestTaskRead(t *testing.T) {
+	flow, _ := mustPlan(t, valid("modules.hcl"), config.VarInputs{})
+	got := map[string]bool{}
+	var walk func(prefix string, f *config.Flow)
+	walk = func(prefix string, f *config.Flow) {
+		for _, task := range f.Tasks {
+			got[prefix+task.Addr] = task.Read
+		}
+		for _, m := range f.Modules {
+			walk(prefix+"module."+m.Name+".", m.Flow)
+		}
+	}
+	walk("", flow)
+	want := map[string]bool{
+		"exec.registry":                        true,  // module member's input
+		"exec.after":                           false, // read by nothing
+		"exec.last":                            false,
+		"module.member.exec.launch":            true, // configure's command
+		"module.member.exec.configure":         true, // inner's input and an output
+		"module.member.module.inner.exec.echo": true, // the leaf's output
+		"module.single.exec.echo":              true,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Read = %v\nwant %v", got, want)
 	}
 }
