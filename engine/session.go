@@ -46,18 +46,28 @@ func Load(path string, reg *tasks.Registry, vars config.VarInputs) (*Loaded, *co
 	return &Loaded{Flow: flow, Vars: values, Plan: plan}, flow, diags
 }
 
+// NewRunRecord returns the record of a new run of l, running in this process, not
+// yet stored: StartRun stores it, or state.Options.FirstRun creates a state file with it.
+func NewRunRecord(l *Loaded) (*state.Run, error) {
+	abs, err := filepath.Abs(l.Flow.Path)
+	if err != nil {
+		return nil, err
+	}
+	run := &state.Run{Flow: abs, FlowHash: l.Flow.Hash, Status: state.Running,
+		StartedAt: time.Now().UTC(), PID: os.Getpid()}
+	if err := RecordVars(run, l); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
 // StartRun creates the record of a new run of l, running in this process. With from
 // set, the new run starts from from's instance records and logs (copied, so from stays
 // as it was): its successes stand unless their inputs changed, as in a resume. It
 // returns the records the run starts from, by address (nil without from).
 func StartRun(store *state.Store, l *Loaded, from *state.Run) (*state.Run, map[string]*state.Instance, error) {
-	abs, err := filepath.Abs(l.Flow.Path)
+	run, err := NewRunRecord(l)
 	if err != nil {
-		return nil, nil, err
-	}
-	run := &state.Run{Flow: abs, FlowHash: l.Flow.Hash, Status: state.Running,
-		StartedAt: time.Now().UTC(), PID: os.Getpid()}
-	if err := RecordVars(run, l); err != nil {
 		return nil, nil, err
 	}
 	if err := store.CreateRun(run); err != nil {

@@ -68,11 +68,12 @@ func (r badFormat) Error() string { return string(r) }
 // instances before bbolt must grow the file.
 const presize = 1 << 20
 
-// createState builds a new, empty state file in a temporary file next to path
-// and then links it to path, so that path never names a partial state. If
-// some other process creates path in the meantime, theirs is kept and ours is
-// discarded; Open then validates whatever is at path.
-func createState(path string) (err error) {
+// createState builds a new state file in a temporary file next to path and then
+// links it to path, so that path never names a partial state. The file is empty but
+// for first, when set: it becomes run 1, and first.ID is set once the file is in
+// place. If some other process creates path in the meantime, theirs is kept and
+// ours is discarded (first.ID stays 0); Open then validates whatever is at path.
+func createState(path string, first *Run) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create directory: %w", err)
@@ -104,6 +105,7 @@ func createState(path string) (err error) {
 	// Nobody sees the temporary file until it is linked, after the one Sync below, so
 	// the transaction needs no syncs of its own.
 	db.NoSync = true
+	var firstID uint64
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
@@ -115,7 +117,10 @@ func createState(path string) (err error) {
 		if _, err := tx.CreateBucket(bucketRuns); err != nil {
 			return err
 		}
-		_, err = tx.CreateBucket(bucketRun)
+		if _, err = tx.CreateBucket(bucketRun); err != nil || first == nil {
+			return err
+		}
+		firstID, err = createRun(tx, first)
 		return err
 	})
 	if err == nil {
@@ -148,7 +153,13 @@ func createState(path string) (err error) {
 			return fmt.Errorf("move new state into place: %w", err)
 		}
 	}
-	return syncDir(dir)
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	if first != nil {
+		first.ID = firstID
+	}
+	return nil
 }
 
 // syncDir makes the creation of a directory entry in dir durable.

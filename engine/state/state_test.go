@@ -429,6 +429,49 @@ func TestNewFile(t *testing.T) {
 	})
 }
 
+// TestFirstRun: a new file is created with Options.FirstRun as run 1 and latest; an
+// existing file leaves FirstRun alone for CreateRun; an invalid one creates nothing.
+func TestFirstRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	first := &Run{Flow: "/f.hcl", Status: Running, StartedAt: ts(1)}
+	s, err := Open(path, Options{FirstRun: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ID != 1 {
+		t.Errorf("FirstRun.ID = %d, want 1", first.ID)
+	}
+	latest, err := s.LatestRun()
+	if err != nil || latest == nil || latest.ID != 1 || latest.Flow != "/f.hcl" {
+		t.Fatalf("LatestRun = %+v, %v; want run 1 of /f.hcl", latest, err)
+	}
+	if err := s.Commit(1, nil, []*Instance{{Address: "a", Status: Succeeded}}, nil); err != nil {
+		t.Fatalf("commit to the first run: %v", err)
+	}
+	s.Close()
+
+	again := &Run{Flow: "/g.hcl", Status: Running, StartedAt: ts(2)}
+	s, err = Open(path, Options{FirstRun: again})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if again.ID != 0 {
+		t.Errorf("FirstRun.ID of an existing file = %d, want 0", again.ID)
+	}
+	if runs, _ := s.Runs(); len(runs) != 1 {
+		t.Errorf("an existing file has %d runs after Open, want 1", len(runs))
+	}
+
+	bad := filepath.Join(t.TempDir(), "state.db")
+	if _, err := Open(bad, Options{FirstRun: &Run{Vars: map[string]Value{"x": {}}}}); err == nil {
+		t.Error("Open with an invalid first run succeeded")
+	}
+	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an invalid first run left a file: %v", err)
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "sub", "state.db")

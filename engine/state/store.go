@@ -36,6 +36,15 @@ type Options struct {
 	// LockTimeout is how long Open waits for a lock another process holds
 	// before it returns a *LockedError; 0 (or less) means 1s.
 	LockTimeout time.Duration
+
+	// FirstRun, if set, is stored as the first run of a file this Open creates, in
+	// the transaction that creates the file: the file appears with the run in it,
+	// durably, in one step instead of a creation and then a commit. Open then sets
+	// FirstRun.ID, as CreateRun would. If the file exists already (or another process
+	// creates it first), FirstRun.ID stays 0 and the caller stores its run with
+	// CreateRun. An invalid FirstRun fails Open before anything is created. Ignored
+	// when ReadOnly.
+	FirstRun *Run
 }
 
 // DefaultPath returns the state file to use when the user names none: the
@@ -101,7 +110,12 @@ func Open(path string, opts Options) (*Store, error) {
 
 	if !opts.ReadOnly {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			if err := createState(path); err != nil {
+			if opts.FirstRun != nil {
+				if err := opts.FirstRun.check(); err != nil {
+					return nil, fmt.Errorf("create state file %q: first run: %w", path, err)
+				}
+			}
+			if err := createState(path, opts.FirstRun); err != nil {
 				return nil, fmt.Errorf("create state file %q: %w", path, err)
 			}
 		}
@@ -214,39 +228,46 @@ func (s *Store) CreateRun(r *Run) error {
 		return s.errorf(err, "create run")
 	}
 	var id uint64
-	err := s.update(func(tx *bolt.Tx) error {
-		runs := tx.Bucket(bucketRuns)
-		var err error
-		if id, err = runs.NextSequence(); err != nil {
-			return err
-		}
-		rec := *r
-		rec.ID = id
-		data, err := json.Marshal(&rec)
-		if err != nil {
-			return err
-		}
-		key := itob(id)
-		if err := runs.Put(key, data); err != nil {
-			return err
-		}
-		rb, err := tx.Bucket(bucketRun).CreateBucket(key)
-		if err != nil {
-			return err
-		}
-		if _, err := rb.CreateBucket(bucketInstances); err != nil {
-			return err
-		}
-		if _, err := rb.CreateBucket(bucketLogs); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keyLatest, key)
+	err := s.update(func(tx *bolt.Tx) (err error) {
+		id, err = createRun(tx, r)
+		return err
 	})
 	if err != nil {
 		return s.errorf(err, "create run")
 	}
 	r.ID = id
 	return nil
+}
+
+// createRun stores a copy of r under the next run ID, with its empty buckets, and
+// makes it the latest run; it returns the ID and leaves r as it was.
+func createRun(tx *bolt.Tx, r *Run) (uint64, error) {
+	runs := tx.Bucket(bucketRuns)
+	id, err := runs.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	rec := *r
+	rec.ID = id
+	data, err := json.Marshal(&rec)
+	if err != nil {
+		return 0, err
+	}
+	key := itob(id)
+	if err := runs.Put(key, data); err != nil {
+		return 0, err
+	}
+	rb, err := tx.Bucket(bucketRun).CreateBucket(key)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := rb.CreateBucket(bucketInstances); err != nil {
+		return 0, err
+	}
+	if _, err := rb.CreateBucket(bucketLogs); err != nil {
+		return 0, err
+	}
+	return id, tx.Bucket(bucketMeta).Put(keyLatest, key)
 }
 
 // PutRun replaces the stored record of run r.ID with r, durably. It returns

@@ -456,6 +456,24 @@ func TestFailRefuseResume(t *testing.T) {
 	golden(t, "fail_resume.txt", h.log.String())
 }
 
+// TestRunCreatesState: the first run creates the state file with its run in it; a
+// flow that does not load leaves no state file behind.
+func TestRunCreatesState(t *testing.T) {
+	h := newHarness(t)
+	h.expect(ExitInvalid, "run", flowPath("invalid.hcl"))
+	if _, err := os.Stat(h.state); !os.IsNotExist(err) {
+		t.Errorf("an invalid flow left a state file: %v", err)
+	}
+	r := h.expect(ExitOK, "run", flowPath("quick.hcl"), "--parallelism", "1")
+	if !strings.HasPrefix(r.stdout, "Starting run 1 of testdata/flows/quick.hcl: ") {
+		t.Errorf("first run:\n%s", r.stdout)
+	}
+	doc := statusContract(t, h.expect(ExitOK, "status", "--json").stdout)
+	if doc["status"] != "succeeded" || doc["run_id"] != float64(1) {
+		t.Errorf("status --json: %v %v", doc["status"], doc["run_id"])
+	}
+}
+
 // TestRunNew: --new abandons an unfinished run.
 func TestRunNew(t *testing.T) {
 	h := newHarness(t)

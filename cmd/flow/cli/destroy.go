@@ -53,7 +53,7 @@ func (c *CLI) destroy(v varFlags, progress progressFlag, parallelism int) error 
 	if err != nil {
 		return err
 	}
-	sess, err := c.openSession()
+	sess, err := c.openSession(nil)
 	if err != nil {
 		return err
 	}

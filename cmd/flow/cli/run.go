@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -120,12 +121,31 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		debug.SetGCPercent(400)
 		debug.SetMemoryLimit(192 << 20)
 	}
-	sess, err := c.openSession()
+	var l *engine.Loaded
+	var plan *engine.Plan
+	var newRun func() (*state.Run, error)
+	if path != "" {
+		newRun = func() (*state.Run, error) {
+			var err error
+			if l, plan, err = c.loadSelected(path, f, nil); err != nil {
+				return nil, err
+			}
+			run, err := engine.NewRunRecord(l)
+			if err != nil {
+				return nil, fail(ExitInvalid, err)
+			}
+			return run, nil
+		}
+	}
+	sess, err := c.openSession(newRun)
 	if err != nil {
 		return err
 	}
 	defer sess.close()
 	ctx, store, src, latest := sess.ctx, sess.store, sess.src, sess.latest
+	if sess.created != nil {
+		return c.runPlan(ctx, store, src, sess.created, l, plan, nil, f, "Starting")
+	}
 	var run *state.Run
 	var previous map[string]*state.Instance
 	var base map[string]cty.Value
@@ -150,13 +170,10 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with \"flow resume\" or start over with \"flow run --new\"",
 			latest.ID, latest.Flow, effectiveStatus(latest))
 	}
-	l, err := c.load(path, f.varFlags, base, false)
-	if err != nil {
-		return err
-	}
-	plan, err := f.selectFrom(l.Plan)
-	if err != nil {
-		return fail(ExitInvalid, err)
+	if l == nil {
+		if l, plan, err = c.loadSelected(path, f, base); err != nil {
+			return err
+		}
 	}
 	verb := "Resuming"
 	if run == nil {
@@ -180,6 +197,19 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	return c.runPlan(ctx, store, src, run, l, plan, previous, f, verb)
 }
 
+// loadSelected loads the flow at path and selects what --target and --replace name.
+func (c *CLI) loadSelected(path string, f execFlags, base map[string]cty.Value) (*engine.Loaded, *engine.Plan, error) {
+	l, err := c.load(path, f.varFlags, base, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := f.selectFrom(l.Plan)
+	if err != nil {
+		return nil, nil, fail(ExitInvalid, err)
+	}
+	return l, plan, nil
+}
+
 // session is what a run or a destroy holds while it executes: a context cancelled
 // by the first SIGINT or SIGTERM, the state file, locked, its latest run, and the live
 // endpoint that other terminals' status and logs ask.
@@ -188,14 +218,27 @@ type session struct {
 	store  *state.Store
 	src    *liveSource
 	latest *state.Run
-	close  func()
+	// created is the run the state file was created with, when newRun gave one.
+	created *state.Run
+	close   func()
 }
 
-func (c *CLI) openSession() (*session, error) {
+// openSession opens the state file for a run or a destroy. When the file does not
+// exist yet and newRun is set, newRun (which loads the flow) gives the run to create
+// the file with: one durable step fewer than creating it empty and then the run, and
+// a flow that does not load leaves no state file behind.
+func (c *CLI) openSession(newRun func() (*state.Run, error)) (*session, error) {
 	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
 	// loads must end in exit code 130 and a resumable state, not the default death.
 	ctx, stopSignals := c.interruptible()
-	store, err := state.Open(c.state(), state.Options{})
+	var opts state.Options
+	if _, err := os.Stat(c.state()); newRun != nil && errors.Is(err, fs.ErrNotExist) {
+		if opts.FirstRun, err = newRun(); err != nil {
+			stopSignals()
+			return nil, err
+		}
+	}
+	store, err := state.Open(c.state(), opts)
 	if err != nil {
 		stopSignals()
 		return nil, fail(ExitInvalid, err)
@@ -205,6 +248,9 @@ func (c *CLI) openSession() (*session, error) {
 		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
 	} else {
 		s.close = func() { stopLive(); store.Close(); stopSignals() }
+	}
+	if opts.FirstRun != nil && opts.FirstRun.ID != 0 {
+		s.created = opts.FirstRun
 	}
 	if s.latest, err = store.LatestRun(); err != nil {
 		s.close()
