@@ -12,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	osexec "os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -66,9 +68,18 @@ func (c *Cmd) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cmd := c.command(pipes.writers[0], pipes.writers[1])
-	log.Debug("starting command", "argv", cmd.Args, "dir", cmd.Dir, "env_names", envNames(c.Env))
-	if err := cmd.Start(); err != nil {
+	cmd, cached := c.command(pipes.writers[0], pipes.writers[1])
+	if log.IsDebug() {
+		log.Debug("starting command", "argv", cmd.Args, "dir", cmd.Dir, "env_names", envNames(c.Env))
+	}
+	err = cmd.Start()
+	if err != nil && cached && errors.Is(err, fs.ErrNotExist) {
+		// The cached program went since: look it up again, as a shell does.
+		forgetProgram(c.Argv[0])
+		cmd, _ = c.command(pipes.writers[0], pipes.writers[1])
+		err = cmd.Start()
+	}
+	if err != nil {
 		pipes.closeAll()
 		return Result{}, c.startError(err)
 	}
@@ -115,11 +126,10 @@ func (r Result) Err(ctx context.Context, what string, ok []int) error {
 
 // command builds the process; it always runs in a new process group. Its output goes
 // to pipe ends (*os.File), so os/exec adds no copying of its own.
-func (c *Cmd) command(stdout, stderr *os.File) *osexec.Cmd {
+func (c *Cmd) command(stdout, stderr *os.File) (cmd *osexec.Cmd, cached bool) {
 	argv := c.Argv
-	var cmd *osexec.Cmd
-	if path, ok := cachedLookPath(argv[0]); ok {
-		cmd = &osexec.Cmd{Path: path, Args: argv}
+	if path, hit, ok := cachedLookPath(argv[0]); ok {
+		cmd, cached = &osexec.Cmd{Path: path, Args: argv}, hit
 	} else {
 		cmd = osexec.Command(argv[0], argv[1:]...) // resolves, or records why it cannot
 	}
@@ -132,13 +142,19 @@ func (c *Cmd) command(stdout, stderr *os.File) *osexec.Cmd {
 	}
 	if c.Stdin != "" {
 		cmd.Stdin = strings.NewReader(c.Stdin)
+	} else if null, err := devNull(); err == nil {
+		cmd.Stdin = null // else os/exec opens /dev/null itself
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Pdeathsig: a SIGKILLed flow takes the program with it, so a resume never races
 	// a leftover copy (what the program started itself may still outlive it).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd
+	return cmd, cached
 }
+
+// devNull is /dev/null, opened once and shared as every command's empty stdin: os/exec
+// would open and close it for each command.
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
 
 // startError turns a failed start into `start "prog": reason` (`start script: ...`).
 func (c *Cmd) startError(err error) error {

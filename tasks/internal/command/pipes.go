@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -23,7 +24,7 @@ type outputPipes struct {
 func newOutputPipes() (*outputPipes, error) {
 	p := &outputPipes{}
 	for i := range p.readers {
-		r, w, err := os.Pipe()
+		r, w, err := outputPipe()
 		if err != nil {
 			p.closeAll()
 			return nil, fmt.Errorf("create output pipe: %w", err)
@@ -31,6 +32,24 @@ func newOutputPipes() (*outputPipes, error) {
 		p.readers[i], p.writers[i] = r, w
 	}
 	return p, nil
+}
+
+// outputPipe is os.Pipe with only the read end in Go's poller: the write end goes to
+// the child and is closed here unused, so registering it, making it non-blocking and
+// blocking again for the child (as os.Pipe and os/exec do) is wasted system calls.
+func outputPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	// NewFile puts a non-blocking descriptor in the poller, so the read end's Close
+	// still ends a pending Read (see drain); a blocking one it leaves alone.
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 // start copies each pipe into its Capture; call it once the child holds the write ends.
