@@ -91,47 +91,11 @@ func createState(path string, first *Run) (err error) {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
 
-	// Hand the already-open temporary file to bbolt, which initialises it
-	// (it is empty) and closes it on db.Close.
-	opts := boltOptions(false, time.Second, func(string, int, os.FileMode) (*os.File, error) { return tmp, nil })
-	// Nor does growing it need the truncate's own fsync: the one Sync below, an fsync,
-	// covers the file's size too.
-	opts.NoGrowSync = true
-	db, err := bolt.Open(tmpName, 0o600, opts)
-	if err != nil {
-		tmp.Close()
-		return fmt.Errorf("initialise %s: %w", tmpName, err)
-	}
-	// Nobody sees the temporary file until it is linked, after the one Sync below, so
-	// the transaction needs no syncs of its own.
-	db.NoSync = true
-	var firstID uint64
-	err = db.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(bucketRuns); err != nil {
-			return err
-		}
-		if _, err = tx.CreateBucket(bucketRun); err != nil || first == nil {
-			return err
-		}
-		firstID, err = createRun(tx, first)
-		return err
-	})
+	image, firstID, err := newImage(first)
 	if err == nil {
-		// Sized ahead (sparse: no blocks are allocated), so the first commits of a run
-		// find room and skip bbolt's grow, a truncate and an fsync each.
-		err = tmp.Truncate(presize)
+		err = writeImage(tmp, image)
 	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := db.Close(); err == nil {
+	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
