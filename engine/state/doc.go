@@ -27,9 +27,10 @@
 //
 // # Files
 //
-// Open creates a missing state file atomically (a complete file is built
-// next to it and then linked into place), so a file at the state path is
-// always either a complete flow state or someone else's file. A file that is
+// Open creates a missing state file atomically (a complete database is built
+// in memory, written next to it with one fsync and then linked into place), so a
+// file at the state path is always either a complete flow state or someone
+// else's file. Options.FirstRun puts the first run in that same creation. A file that is
 // not a flow state, or that was written by a newer flow, is reported as a
 // *FormatError and never modified.
 //
