@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -396,7 +398,7 @@ func (s *Store) commit(runID uint64, run *Run, instances []*Instance, logs map[s
 			return fmt.Errorf("run record has id %d", run.ID)
 		}
 	}
-	records := make([][]byte, len(instances))
+	records := make([]keyed, len(instances))
 	for i, in := range instances {
 		if err := in.check(); err != nil {
 			return err
@@ -405,13 +407,19 @@ func (s *Store) commit(runID uint64, run *Run, instances []*Instance, logs map[s
 		if err != nil {
 			return fmt.Errorf("instance %q: %w", in.Address, err)
 		}
-		records[i] = data
+		records[i] = keyed{in.Address, data}
 	}
-	for addr := range logs {
+	logged := make([]keyed, 0, len(logs))
+	for addr, data := range logs {
 		if addr == "" {
 			return errors.New("log with empty address")
 		}
+		logged = append(logged, keyed{addr, data})
 	}
+	// In key order: bbolt inserts a key into its page's node by shifting the keys
+	// after it, so a first commit of 20,000 records in random order costs O(n²).
+	slices.SortFunc(records, keyed.compare)
+	slices.SortFunc(logged, keyed.compare)
 
 	return s.update(func(tx *bolt.Tx) error {
 		key := itob(runID)
@@ -423,23 +431,23 @@ func (s *Store) commit(runID uint64, run *Run, instances []*Instance, logs map[s
 		if ib == nil || lb == nil {
 			return fmt.Errorf("run %d has no instances or logs bucket", runID)
 		}
-		for i, in := range instances {
-			if err := ib.Put([]byte(in.Address), records[i]); err != nil {
-				return fmt.Errorf("instance %q: %w", in.Address, err)
+		for _, r := range records {
+			if err := ib.Put([]byte(r.key), r.data); err != nil {
+				return fmt.Errorf("instance %q: %w", r.key, err)
 			}
 		}
-		for addr, data := range logs {
+		for _, l := range logged {
 			var err error
-			if len(data) == 0 {
-				err = lb.Delete([]byte(addr))
+			if data := l.data; len(data) == 0 {
+				err = lb.Delete([]byte(l.key))
 			} else {
 				if len(data) > MaxLogSize {
 					data = data[len(data)-MaxLogSize:]
 				}
-				err = lb.Put([]byte(addr), data)
+				err = lb.Put([]byte(l.key), data)
 			}
 			if err != nil {
-				return fmt.Errorf("log of %q: %w", addr, err)
+				return fmt.Errorf("log of %q: %w", l.key, err)
 			}
 		}
 		if run != nil {
@@ -508,3 +516,11 @@ func (s *Store) Logs(runID uint64, address string) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// keyed is one value to put, under its key.
+type keyed struct {
+	key  string
+	data []byte
+}
+
+func (a keyed) compare(b keyed) int { return strings.Compare(a.key, b.key) }
