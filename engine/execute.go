@@ -69,9 +69,10 @@ type coordinator struct {
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	tasksCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
+	n := len(r.plan.Order) // sized once: growing maps of 20,000 entries rehashes them
 	c := &coordinator{Runner: r, tasksCtx: tasksCtx,
-		events: make(chan any, 2*r.opts.Parallelism+16), waiting: map[string]int{},
-		values: map[string]cty.Value{}, final: map[string]bool{}, started: map[string]time.Time{},
+		events: make(chan any, 2*r.opts.Parallelism+16), waiting: make(map[string]int, n),
+		values: map[string]cty.Value{}, final: make(map[string]bool, n), started: map[string]time.Time{},
 		backoff: map[string]*time.Timer{}}
 	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
 	c.recordPending()

@@ -81,7 +81,7 @@ func NewRunner(p *Plan, opts Options) *Runner {
 		opts.Out = io.Discard
 	}
 	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out},
-		records: map[string]*state.Instance{}, captures: map[string]*capture{}}
+		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}
 	for _, addr := range p.Order {
 		rec := &state.Instance{Address: addr, Type: p.Instances[addr].Task.Type, Status: state.Pending}
 		if prev, ok := opts.Previous[addr]; ok {
