@@ -1,12 +1,12 @@
 package command
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/flowdev/flow/tasks/taskstest"
 )
 
 func TestCachedLookPath(t *testing.T) {
@@ -44,7 +44,7 @@ func TestRunAfterProgramMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func() (string, error) {
-		var out capture
+		var out taskstest.Buffer
 		c := &Cmd{Argv: []string{"flowmove"}, Stdout: &out, Stderr: &out, What: "command"}
 		_, err := c.Run(context.Background())
 		return out.String(), err
@@ -64,22 +64,4 @@ func TestRunAfterProgramMoved(t *testing.T) {
 	if _, err := run(); err == nil {
 		t.Fatal("a removed program started")
 	}
-}
-
-// capture is a Writer both pipes may write to at once.
-type capture struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (c *capture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.Write(p)
-}
-
-func (c *capture) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.String()
 }
