@@ -190,9 +190,11 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		c.keepValue(addr, res.value)
 		rec := c.update(addr, func(rec *state.Instance) {
 			rec.Status, rec.FinishedAt, rec.Error, rec.Reason = state.Succeeded, timePtr(res.finished), "", res.reason
-			rec.Outputs, rec.Redacted = res.stored, res.redacted
-			rec.Fingerprint, rec.AttrHashes = res.fingerprint, res.attrHashes
+			rec.Redacted = res.redacted
 		})
+		// Outputs and hashes go to the state file only: the record kept in memory (for
+		// status and the summary) would otherwise grow a long run's heap with every success.
+		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
 		// Only dependents must wait for the record to be durable; a leaf's success rides
 		// along with the next commit (a kill before then runs it again on resume).
 		wait := len(c.plan.Dependents(addr)) > 0
