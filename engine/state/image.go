@@ -13,7 +13,7 @@ import (
 // scratch file in memory, so neither its initialisation nor its commit waits for a
 // disk: the one fsync is the caller's, after writeImage.
 func newImage(first *Run) (image []byte, firstID uint64, err error) {
-	scratch, err := scratchFile()
+	scratch, err := newScratch()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -67,4 +67,18 @@ func writeImage(f *os.File, image []byte) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// newScratch gives newImage its scratch file; a variable so tests can take the fallback.
+var newScratch = scratchFile
+
+// tempScratch is a scratch file in the temporary directory, unnamed once open (where
+// the system allows removing an open file).
+func tempScratch() (*os.File, error) {
+	f, err := os.CreateTemp("", "flow-state-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	return f, nil
 }

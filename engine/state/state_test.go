@@ -472,6 +472,23 @@ func TestFirstRun(t *testing.T) {
 	}
 }
 
+// TestNewFileWithoutMemfd: where memfd_create is not allowed, the new file is built in
+// an unnamed temporary file instead, with the same result.
+func TestNewFileWithoutMemfd(t *testing.T) {
+	defer func(f func() (*os.File, error)) { newScratch = f }(newScratch)
+	newScratch = tempScratch
+	path := filepath.Join(t.TempDir(), "state.db")
+	first := &Run{Flow: "/f.hcl", Status: Running, StartedAt: ts(1)}
+	s, err := Open(path, Options{FirstRun: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if latest, err := s.LatestRun(); err != nil || latest == nil || latest.ID != 1 || first.ID != 1 {
+		t.Fatalf("LatestRun = %+v, %v; FirstRun.ID = %d", latest, err, first.ID)
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "sub", "state.db")
