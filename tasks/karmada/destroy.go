@@ -3,6 +3,7 @@ package karmada
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/flowdev/flow/tasks"
 )
@@ -36,10 +37,25 @@ func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) err
 	if err != nil {
 		return fmt.Errorf("unjoin %q: %w", j.Cluster, err)
 	}
+	args = append(args, waitFlag(ctx))
 	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
 		return fmt.Errorf("karmadactl unjoin %q: %w", j.Cluster, err)
 	}
 	return nil
+}
+
+// defaultUnjoinWait is how long unjoin and unregister wait for Karmada to delete the
+// Cluster when the task has no timeout. karmadactl's own 60 s is too short on a loaded
+// machine: the Cluster's finalizer waits for its execution namespace to be emptied.
+const defaultUnjoinWait = 5 * time.Minute
+
+// waitFlag is karmadactl's --wait: what is left of ctx's deadline, or defaultUnjoinWait.
+func waitFlag(ctx context.Context) string {
+	wait := defaultUnjoinWait
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(deadline), time.Second)
+	}
+	return "--wait=" + wait.Round(time.Second).String()
 }
 
 // Destroy removes the control plane with `karmadactl deinit --force` unless its
@@ -110,6 +126,7 @@ func (r *Registration) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outp
 		return err
 	}
 	args := append([]string{"unregister", r.ClusterName}, unregisterFlags.args(r)...)
+	args = append(args, waitFlag(ctx))
 	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
 		return fmt.Errorf("karmadactl unregister %q: %w", r.ClusterName, err)
 	}

@@ -1,12 +1,14 @@
 package karmada
 
 import (
+	"context"
 	"os/exec"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube/kubetest"
@@ -25,10 +27,10 @@ var tableCases = []tableCase{
 	{[]string{"init"}, initFlags, nil, &Init{}, []string{"karmadactl", "karmadactl_version", "extra_args", "deinit_first", "controller_manager_args", "internet_ip_lookup"}},
 	{[]string{"deinit"}, deinitFlags, []string{"force"}, &Init{}, nil},
 	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster", "api_endpoint"}},
-	{[]string{"unjoin"}, unjoinFlags, nil, &Join{}, nil},
+	{[]string{"unjoin"}, unjoinFlags, []string{"wait"}, &Join{}, nil},
 	{[]string{"token", "create"}, tokenFlags, []string{"print-register-command"}, &Token{}, []string{"karmadactl", "karmadactl_version", "extra_args"}},
 	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint", "agent_api_endpoint", "karmada_kubeconfig"}},
-	{[]string{"unregister"}, unregisterFlags, nil, &Registration{}, nil},
+	{[]string{"unregister"}, unregisterFlags, []string{"wait"}, &Registration{}, nil},
 }
 
 // Every table entry reads an attribute of the right Go type, no attribute or flag
@@ -178,5 +180,17 @@ func TestArgs(t *testing.T) {
 				t.Errorf("args:\n got %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+// waitFlag gives karmadactl what is left of the task's timeout, or five minutes.
+func TestWaitFlag(t *testing.T) {
+	if got := waitFlag(context.Background()); got != "--wait=5m0s" {
+		t.Errorf("without a deadline: %s", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if got := waitFlag(ctx); got != "--wait=1m30s" {
+		t.Errorf("with 90 s left: %s", got)
 	}
 }
