@@ -79,7 +79,7 @@ Otherwise it changes nothing and says "cluster NAME already present". Other fiel
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada.", Clean: true},
 		},
-		Undo: "flow destroy unjoins the member cluster from the Karmada control plane (karmadactl unjoin); a cluster that is not joined is already undone.",
+		Undo: "flow destroy unjoins the member cluster from the Karmada control plane (karmadactl unjoin, waiting for the Cluster to go for what is left of the task's timeout, or 5 minutes); a cluster that is not joined is already undone.",
 		Example: `task "karmadactl_join" "member1" {
   cluster            = "member1"
   kubeconfig         = karmadactl_init.karmada.kubeconfig

@@ -95,7 +95,7 @@ the machine flow runs on while the command runs.`,
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
 		},
-		Undo: "flow destroy runs karmadactl unregister (the Cluster object, karmada-agent and what register made in the member) unless the member has none of register's objects and Karmada no Cluster of that name; the token is not needed.",
+		Undo: "flow destroy runs karmadactl unregister (the Cluster object, karmada-agent and what register made in the member; it waits for the Cluster to go for what is left of the task's timeout, or 5 minutes) unless the member has none of register's objects and Karmada no Cluster of that name; the token is not needed.",
 		DestroyReads: []string{"karmadactl", "karmadactl_version", "cluster_name", "kubeconfig", "context",
 			"namespace", "cluster_namespace", "karmada_kubeconfig"},
 		Example: `task "karmadactl_register" "member2" {
