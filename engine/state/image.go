@@ -48,7 +48,9 @@ func newImage(first *Run) (image []byte, firstID uint64, err error) {
 	// bbolt writes pages with pwrite, so the scratch file holds the committed database
 	// up to its high water mark.
 	var size int64
-	db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	if err := db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return nil, 0, err
+	}
 	image = make([]byte, size)
 	if _, err := scratch.ReadAt(image, 0); err != nil {
 		return nil, 0, err
