@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +46,8 @@ var lxdFaultMoments = []struct {
 // TestFaultLXDRestart SIGKILLs the LXD daemon during each of the lab's LXD steps, at
 // a seeded moment after the step began, and starts it again 1 to 4 s later exactly
 // as scripts/lab-setup.sh starts it. The flow has no retry block: each run must
-// succeed by itself, no instance may be created twice, and the state must be whole.
+// succeed by itself, no instance may be created while it exists, and the state must
+// be whole.
 //
 // It restarts the daemon every LXD test shares, so it runs only with
 // FLOW_FAULT_TESTS=1 (see faultGate); instances, profile, alias and ports are the
@@ -87,10 +89,8 @@ func TestFaultLXDRestart(t *testing.T) {
 		}
 		r := result{code: p.code(), stdout: p.stdout.String(), stderr: p.stderr.String(), desc: p.describe()}
 		checkRunWhole(t, trial, r, tag, root, state)
-		for name, n := range events.counts() {
-			if n > 1 {
-				t.Errorf("%s: instance %s was created %d times", trial, name, n)
-			}
+		for _, name := range events.duplicates() {
+			t.Errorf("%s: instance %s was created again while it existed", trial, name)
 		}
 		for member, port := range faultMembers {
 			if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); !strings.Contains(body, "member "+member) {
@@ -189,17 +189,20 @@ func startLXD(t *testing.T, root string) {
 	}
 }
 
-// faultCreations counts instance-created events of the test's instances across
-// daemon restarts: the event stream dies with the daemon and is opened again.
+// faultCreations follows the creation and deletion events of the test's instances
+// across daemon restarts (the event stream dies with the daemon and is opened
+// again), to find an instance created twice. Creating one again after deleting
+// it is allowed: lxd_launch does that with a create the kill left half-made.
 type faultCreations struct {
 	mu       sync.Mutex
-	count    map[string]int
+	live     map[string]bool
+	dups     []string
 	listener *lxdclient.EventListener
 }
 
 func watchFaultCreations(t *testing.T, srv lxdclient.InstanceServer) *faultCreations {
 	t.Helper()
-	c := &faultCreations{count: map[string]int{}}
+	c := &faultCreations{live: map[string]bool{}}
 	c.subscribe(t, srv)
 	t.Cleanup(func() { c.listener.Disconnect() })
 	return c
@@ -213,7 +216,7 @@ func (c *faultCreations) subscribe(t *testing.T, srv lxdclient.InstanceServer) {
 	}
 	_, err = listener.AddHandler([]string{api.EventTypeLifecycle}, func(e api.Event) {
 		var lc api.EventLifecycle
-		if json.Unmarshal(e.Metadata, &lc) != nil || lc.Action != api.EventLifecycleInstanceCreated {
+		if json.Unmarshal(e.Metadata, &lc) != nil {
 			return
 		}
 		name := strings.TrimPrefix(lc.Source, "/1.0/instances/")
@@ -221,8 +224,16 @@ func (c *faultCreations) subscribe(t *testing.T, srv lxdclient.InstanceServer) {
 			return
 		}
 		c.mu.Lock()
-		c.count[name]++
-		c.mu.Unlock()
+		defer c.mu.Unlock()
+		switch lc.Action {
+		case api.EventLifecycleInstanceCreated:
+			if c.live[name] {
+				c.dups = append(c.dups, name)
+			}
+			c.live[name] = true
+		case api.EventLifecycleInstanceDeleted:
+			c.live[name] = false
+		}
 	})
 	if err != nil {
 		t.Fatalf("listen to LXD events: %v", err)
@@ -241,14 +252,11 @@ func (c *faultCreations) resubscribe(t *testing.T) {
 	c.subscribe(t, srv)
 }
 
-func (c *faultCreations) counts() map[string]int {
+// duplicates names the instances created while an instance of that name existed.
+func (c *faultCreations) duplicates() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.count))
-	for k, v := range c.count {
-		out[k] = v
-	}
-	return out
+	return slices.Clone(c.dups)
 }
 
 // removeFaultLab deletes what the fault flow creates, all named with faultPrefix:

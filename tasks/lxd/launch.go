@@ -49,7 +49,8 @@ and devices (keys and devices LXD or other tasks add are ignored) and ephemeral.
 If it matches, a stopped instance is started, a running one is left alone
 ("already present"), and wait_for runs again. If it differs, the task fails naming
 every difference, unless recreate is true: then the instance is stopped, deleted
-and created anew.`,
+and created anew. A stopped instance that never started and does not start, the
+remains of a create cut short by a daemon restart, is deleted and created again.`,
 		New: func() tasks.Task { return &Launch{} },
 		Outputs: []tasks.Output{
 			{Name: "name", Type: cty.String, Doc: "The instance name."},
@@ -188,8 +189,33 @@ func (l *Launch) ensureRunning(ctx context.Context, srv lxdclient.InstanceServer
 	case api.Frozen:
 		return l.changeState(ctx, srv, env, "unfreeze", "unfrozen")
 	default:
-		return l.changeState(ctx, srv, env, "start", "started")
+		return l.start(ctx, srv, env, inst, ref, fingerprint)
 	}
+}
+
+// start starts a stopped instance. One that does not start because it was never
+// whole (see halfMade) is deleted and created again: nothing in it can be lost.
+func (l *Launch) start(ctx context.Context, srv lxdclient.InstanceServer, env *tasks.Env, inst *api.Instance, ref imageRef, fingerprint string) error {
+	err := l.changeState(ctx, srv, env, "start", "started")
+	if err == nil || transientFault(err) != "" || !halfMade(inst) {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "instance %q does not start (%v); it was never whole, as a create cut short by an LXD restart leaves it: deleting and creating it again\n", l.Name, err)
+	if err := removeInstance(ctx, srv, l.Remote, inst); err != nil {
+		return err
+	}
+	return l.create(ctx, srv, env, ref, fingerprint)
+}
+
+// halfMade reports whether an instance created from an image never got its root
+// volume: LXD sets volatile.apply_template once the volume is unpacked and clears
+// it at the first start, which sets volatile.last_state.power. An instance with
+// neither is what a daemon killed during the create leaves behind; LXD does not
+// clean it up when it starts again.
+func halfMade(inst *api.Instance) bool {
+	_, templated := inst.Config["volatile.apply_template"]
+	_, started := inst.Config["volatile.last_state.power"]
+	return inst.Config["volatile.base_image"] != "" && !templated && !started
 }
 
 // create creates the instance and starts it, waiting for both operations.

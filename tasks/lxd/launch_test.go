@@ -212,3 +212,48 @@ func TestLaunchRerunAfterItsImageWasDeleted(t *testing.T) {
 		t.Errorf("launching a new instance from the deleted image: %v, want not found", err)
 	}
 }
+
+// halfMadeInstance makes, through the API, what a daemon killed during a create
+// from image leaves: an instance that names its base image and has no root
+// filesystem, never templated and never started. started marks it as having run.
+func halfMadeInstance(t *testing.T, name string, started bool) {
+	t.Helper()
+	deleteInstanceAtCleanup(t, name)
+	lxc(t, "init", "--empty", name, "-c", "volatile.base_image="+imageFingerprint(t, testImage(t)))
+	lxc(t, "config", "unset", name, "volatile.apply_template")
+	if started {
+		lxc(t, "config", "set", name, "volatile.last_state.power=STOPPED")
+	}
+}
+
+func TestLaunchReplacesHalfMadeInstance(t *testing.T) {
+	name := testName("launch")
+	halfMadeInstance(t, name, false)
+	oldUUID := lxcGet(t, "config", "get", name, "volatile.uuid")
+
+	_, printed := mustValidateAndRun(t, &Launch{Name: name, Image: testImage(t)})
+	wantContains(t, "output", printed, "does not start", "it was never whole", "creating instance", `instance "`+name+`" started`)
+	if got := lxcGet(t, "list", name, "-c", "s", "-f", "csv"); got != "RUNNING" {
+		t.Errorf("state = %q, want RUNNING", got)
+	}
+	if lxcGet(t, "config", "get", name, "volatile.uuid") == oldUUID {
+		t.Error("the half-made instance is still there, started")
+	}
+}
+
+func TestLaunchKeepsStartedInstanceThatFailsToStart(t *testing.T) {
+	name := testName("launch")
+	halfMadeInstance(t, name, true)
+	oldUUID := lxcGet(t, "config", "get", name, "volatile.uuid")
+
+	_, printed, err := validateAndRun(t, &Launch{Name: name, Image: testImage(t)})
+	if err == nil || !strings.HasPrefix(err.Error(), `launch "`+name+`": start: `) {
+		t.Errorf("Run error = %v, want the start's", err)
+	}
+	if strings.Contains(printed, "creating") {
+		t.Errorf("output:\n%s\nwant no create", printed)
+	}
+	if lxcGet(t, "config", "get", name, "volatile.uuid") != oldUUID {
+		t.Error("an instance that ran before was replaced")
+	}
+}
