@@ -36,11 +36,15 @@ var faultMembers = map[string]int{"a": 16541, "b": 16542}
 var lxdFaultMoments = []struct {
 	step  string
 	after []string // address prefixes that must all have succeeded
+	// atCreation kills at the first instance-created event instead: LXD sends it
+	// ~100 ms before the image is unpacked into the root volume.
+	atCreation bool
 }{
-	{"launch", []string{"lxd_image_import.busybox", "lxd_profile.fault"}},
-	{"file push", []string{"lxd_launch.member"}},
-	{"exec", []string{"lxd_file_push.service"}},
-	{"proxy device", []string{"lxd_exec.start_service"}},
+	{step: "launch", after: []string{"lxd_image_import.busybox", "lxd_profile.fault"}},
+	{step: "file push", after: []string{"lxd_launch.member"}},
+	{step: "exec", after: []string{"lxd_file_push.service"}},
+	{step: "proxy device", after: []string{"lxd_exec.start_service"}},
+	{step: "a create, at its instance-created event", atCreation: true},
 }
 
 // TestFaultLXDRestart SIGKILLs the LXD daemon during each of the lab's LXD steps, at
@@ -74,10 +78,16 @@ func TestFaultLXDRestart(t *testing.T) {
 		events := watchFaultCreations(t, srv)
 		p := start(t, tag, root, "run", flow, "--state", state, "--var", "root="+root,
 			"--var", "prefix="+faultPrefix, "--var", fmt.Sprintf("members={ a = %d, b = %d }", faultMembers["a"], faultMembers["b"]))
-		before := waitStatus(t, tag, root, state, 2*time.Minute, trial+": the step's inputs", func(d statusDoc) bool {
-			return allSucceeded(d, m.after)
-		})
-		time.Sleep(seededDuration(rng, 0, 200*time.Millisecond))
+		var before statusDoc
+		if m.atCreation {
+			// Polling the status would be too slow for the ~100 ms the event leads by.
+			events.waitCreated(t, 2*time.Minute)
+		} else {
+			before = waitStatus(t, tag, root, state, 2*time.Minute, trial+": the step's inputs", func(d statusDoc) bool {
+				return allSucceeded(d, m.after)
+			})
+			time.Sleep(seededDuration(rng, 0, 200*time.Millisecond))
+		}
 		down := seededDuration(rng, time.Second, 4*time.Second)
 		pid := killLXD(t)
 		running := runningTasks(before)
@@ -98,8 +108,9 @@ func TestFaultLXDRestart(t *testing.T) {
 			}
 		}
 		lines := retryLines(r.stdout + r.stderr)
-		t.Logf("%s: killed daemon pid %d, down %s, running at the kill: %v; run took %s; %d retry line(s)%s",
-			trial, pid, down.Round(10*time.Millisecond), running, p.ended.Sub(p.began).Round(10*time.Millisecond), len(lines), firstLine(lines))
+		t.Logf("%s: killed daemon pid %d, down %s, running at the kill: %v; run took %s; %d half-made instance(s) replaced; %d retry line(s)%s",
+			trial, pid, down.Round(10*time.Millisecond), running, p.ended.Sub(p.began).Round(10*time.Millisecond),
+			strings.Count(r.stdout, "it was never whole"), len(lines), firstLine(lines))
 		removeFaultLab(t)
 	}
 }
@@ -198,11 +209,14 @@ type faultCreations struct {
 	live     map[string]bool
 	dups     []string
 	listener *lxdclient.EventListener
+
+	created     chan struct{} // closed at the first creation
+	createdOnce sync.Once
 }
 
 func watchFaultCreations(t *testing.T, srv lxdclient.InstanceServer) *faultCreations {
 	t.Helper()
-	c := &faultCreations{live: map[string]bool{}}
+	c := &faultCreations{live: map[string]bool{}, created: make(chan struct{})}
 	c.subscribe(t, srv)
 	t.Cleanup(func() { c.listener.Disconnect() })
 	return c
@@ -231,6 +245,7 @@ func (c *faultCreations) subscribe(t *testing.T, srv lxdclient.InstanceServer) {
 				c.dups = append(c.dups, name)
 			}
 			c.live[name] = true
+			c.createdOnce.Do(func() { close(c.created) })
 		case api.EventLifecycleInstanceDeleted:
 			c.live[name] = false
 		}
@@ -250,6 +265,16 @@ func (c *faultCreations) resubscribe(t *testing.T) {
 		t.Fatalf("connect to the restarted LXD: %v", err)
 	}
 	c.subscribe(t, srv)
+}
+
+// waitCreated returns at the first creation of one of the test's instances.
+func (c *faultCreations) waitCreated(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-c.created:
+	case <-time.After(limit):
+		t.Fatalf("no instance was created in %s", limit)
+	}
 }
 
 // duplicates names the instances created while an instance of that name existed.
