@@ -67,7 +67,7 @@ func freePort(t *testing.T) int {
 func serveInside(t *testing.T, inst string, port int, body string) {
 	t.Helper()
 	dir := fmt.Sprintf("/www%d", port)
-	inside(t, inst, fmt.Sprintf("mkdir -p %s && echo %s > %s/index.html && httpd -p 127.0.0.1:%d -h %s", dir, body, dir, port, dir))
+	inside(t, inst, fmt.Sprintf("mkdir -p %s && echo %s > %s/index.html && { netstat -ltn | grep -q 127.0.0.1:%d || httpd -p 127.0.0.1:%d -h %s; }", dir, body, dir, port, port, dir))
 }
 
 // getThrough fetches index.html from the host port.
