@@ -57,7 +57,7 @@ func TestValidateKubeconfig(t *testing.T) {
 		{Name: "content, all set", Task: &Kubeconfig{Content: "apiVersion: v1", Path: "x", Context: "microk8s", Server: "https://127.0.0.1:16441",
 			ClusterName: "m1", ContextName: "m1", UserName: "m1", Minify: &no}},
 		{Name: "http server", Task: &Kubeconfig{Source: "a", Path: "b", Server: "http://localhost:8080"}},
-		{Name: "neither", Task: &Kubeconfig{Path: "x"}, Attr: "source", Msg: "one of source or content is required"},
+		{Name: "neither", Task: &Kubeconfig{Path: "x"}, Attr: "source", Msg: "one of source or content is required (an empty content counts as none)"},
 		{Name: "both", Task: &Kubeconfig{Source: "a", Content: "b", Path: "x"}, Attr: "content", Msg: "mutually exclusive"},
 		{Name: "no path", Task: &Kubeconfig{Source: "a"}, Attr: "path", Msg: "must not be empty"},
 		{Name: "server without scheme", Task: &Kubeconfig{Source: "a", Path: "b", Server: "127.0.0.1:16441"}, Attr: "server", Msg: "must start with https:// or http://"},
