@@ -66,7 +66,7 @@ func (k *Kubeconfig) Validate() error {
 	switch {
 	case k.Source == "" && k.Content == "":
 		// content = "" reads the same as no content: say so, since it is what a command
-		// whose output was lost (see docs/lxd.md) hands on.
+		// that printed nothing hands on.
 		return &tasks.AttrError{Attr: "source", Err: errors.New("one of source or content is required (an empty content counts as none)")}
 	case k.Source != "" && k.Content != "":
 		return &tasks.AttrError{Attr: "content", Err: errors.New("source and content are mutually exclusive; set only one")}

@@ -23,9 +23,9 @@ func launchTestInstance(t *testing.T) string {
 const insideEnd = "flow-test-end"
 
 // inside runs a shell script in instance with the lxc CLI and returns its
-// trimmed output. LXD before 5.14 can drop a command's output on a loaded
-// machine (canonical/lxd#11422); the script then runs again, up to 3 times, so
-// it must be safe to run twice.
+// trimmed output. The lxc CLI before 5.14 can drop a command's output on a
+// loaded machine (canonical/lxd#11422; flow's client does not, see docs/lxd.md);
+// the script then runs again, up to 3 times, so it must be safe to run twice.
 func inside(t *testing.T, instance, script string) string {
 	t.Helper()
 	wrapped := "{\n" + script + "\n}; rc=$?; echo; echo " + insideEnd + "; exit $rc"
