@@ -34,7 +34,7 @@ func TestFilePullType(t *testing.T) {
 
 func TestFilePullFollowsSymlinkAndWritesAtomically(t *testing.T) {
 	inst := launchTestInstance(t)
-	inside(t, inst, "mkdir -p /etc/app && printf 'secret\\n' > /etc/app/real.conf && ln -s app/real.conf /etc/app.conf")
+	inside(t, inst, "mkdir -p /etc/app && printf 'secret\\n' > /etc/app/real.conf && ln -sfn app/real.conf /etc/app.conf")
 	dir := filepath.Join(t.TempDir(), "state")
 	dest := filepath.Join(dir, "app.conf")
 	pull := &FilePull{Instance: inst, Source: "/etc/app.conf", Destination: dest}
