@@ -87,12 +87,19 @@ func (c *Cmd) Run(ctx context.Context) (Result, error) {
 	pid := cmd.Process.Pid
 	log.Debug("command started", "pid", pid)
 
-	exited := make(chan struct{})
-	stopped := make(chan bool, 1)
-	go func() { stopped <- stopOnCancel(ctx, pid, KillGrace, exited, log) }()
+	// The group is stopped from a goroutine of its own only once ctx ends: a command
+	// that ends first costs no goroutine and no wake-up for it.
+	stopped := make(chan struct{})
+	stopAfterCancel := context.AfterFunc(ctx, func() {
+		defer close(stopped)
+		stopGroup(pid, KillGrace, log)
+	})
 	waitErr := cmd.Wait()
-	close(exited)
-	res := Result{ExitCode: -1, Cancelled: <-stopped, state: cmd.ProcessState, waitErr: waitErr}
+	res := Result{ExitCode: -1, state: cmd.ProcessState, waitErr: waitErr}
+	if !stopAfterCancel() { // ctx ended before the command did
+		<-stopped
+		res.Cancelled = true
+	}
 	if pipes.drain(PipeDrain) {
 		log.Debug("output still held open by a leftover process; stopped reading it", "after", PipeDrain)
 	}

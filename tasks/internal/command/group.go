@@ -2,7 +2,6 @@ package command
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"strconv"
@@ -15,15 +14,9 @@ import (
 // groupPoll is how often a cancelled run checks whether its process group is gone.
 const groupPoll = 25 * time.Millisecond
 
-// stopOnCancel waits for ctx to be done or the process to be reaped. On cancellation it
-// sends SIGTERM to the process group, waits until the group is gone or grace has passed,
-// then sends SIGKILL. It reports whether it signalled the group.
-func stopOnCancel(ctx context.Context, pgid int, grace time.Duration, exited <-chan struct{}, log hclog.Logger) bool {
-	select {
-	case <-exited:
-		return false
-	case <-ctx.Done():
-	}
+// stopGroup sends SIGTERM to process group pgid, waits until the group is gone or grace
+// has passed, then sends SIGKILL.
+func stopGroup(pgid int, grace time.Duration, log hclog.Logger) {
 	log.Debug("cancelled; sending SIGTERM to process group", "pgid", pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.NewTimer(grace)
@@ -35,10 +28,10 @@ func stopOnCancel(ctx context.Context, pgid int, grace time.Duration, exited <-c
 		case <-deadline.C:
 			log.Debug("grace period over; sending SIGKILL to process group", "pgid", pgid)
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return true
+			return
 		case <-poll.C:
 			if !groupAlive(pgid) {
-				return true
+				return
 			}
 		}
 	}

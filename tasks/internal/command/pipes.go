@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -16,13 +17,14 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // outputPipes connects a process's stdout and stderr to two Captures through pipes that
 // Run owns, so it decides how long to keep reading after the process exits.
 type outputPipes struct {
-	readers [2]*os.File
-	writers [2]*os.File
-	done    sync.WaitGroup
+	readers  [2]*os.File
+	writers  [2]*os.File
+	open     atomic.Int32  // readers not at end of file yet
+	finished chan struct{} // closed when open reaches 0
 }
 
 func newOutputPipes() (*outputPipes, error) {
-	p := &outputPipes{}
+	p := &outputPipes{finished: make(chan struct{})}
 	for i := range p.readers {
 		r, w, err := outputPipe()
 		if err != nil {
@@ -57,10 +59,14 @@ func (p *outputPipes) start(stdout, stderr io.Writer) {
 	for _, w := range p.writers {
 		w.Close()
 	}
+	p.open.Store(int32(len(p.readers)))
 	for i, dst := range []io.Writer{stdout, stderr} {
-		p.done.Add(1)
 		go func(r *os.File) {
-			defer p.done.Done()
+			defer func() {
+				if p.open.Add(-1) == 0 {
+					close(p.finished)
+				}
+			}()
 			buf := readBufs.Get().(*[]byte)
 			defer readBufs.Put(buf)
 			for {
@@ -80,18 +86,20 @@ func (p *outputPipes) start(stdout, stderr io.Writer) {
 // behind keeps them open, for at most grace; then it stops reading. It reports whether
 // it had to stop early.
 func (p *outputPipes) drain(grace time.Duration) (cutShort bool) {
-	finished := make(chan struct{})
-	go func() { p.done.Wait(); close(finished) }()
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
 	select {
-	case <-finished:
-	case <-timer.C:
-		cutShort = true
-		for _, r := range p.readers {
-			r.Close() // unblocks the pending Read
+	case <-p.finished: // the usual case: no timer
+	default:
+		timer := time.NewTimer(grace)
+		select {
+		case <-p.finished:
+		case <-timer.C:
+			cutShort = true
+			for _, r := range p.readers {
+				r.Close() // unblocks the pending Read
+			}
+			<-p.finished
 		}
-		<-finished
+		timer.Stop()
 	}
 	p.closeAll()
 	return cutShort
