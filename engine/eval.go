@@ -290,18 +290,6 @@ type sameInputs struct {
 	mod  *moduleInstance
 }
 
-// readsEach reports whether one of t's per-instance expressions refers to each.
-func readsEach(t *config.Task) bool {
-	for _, expr := range t.Exprs() {
-		for _, tr := range expr.Variables() {
-			if tr.RootName() == "each" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // typeCheck evaluates every instance with unknown task values, so type errors and
 // Validate errors on known values surface before the run. Repeats across instances
 // of one task are reported once, and instances that do not read each are evaluated
@@ -323,15 +311,10 @@ func (p *Plan) typeCheck() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	seen := map[string]bool{}
 	checked := map[sameInputs]bool{}
-	eachReader := map[*config.Task]bool{}
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
-		reads, known := eachReader[inst.Task]
-		if !known {
-			reads = readsEach(inst.Task)
-			eachReader[inst.Task] = reads
-		}
-		if same := (sameInputs{inst.Task, inst.mod}); !reads {
+		if !inst.Task.ReadsEach {
+			same := sameInputs{inst.Task, inst.mod}
 			if checked[same] {
 				continue
 			}

@@ -69,6 +69,7 @@ func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {
 		refs, d := f.scanChecked(e, hasEach)
 		diags = append(diags, d...)
 		t.Refs = append(t.Refs, refs...)
+		t.ReadsEach = t.ReadsEach || readsEach(e)
 	}
 	refs, d := f.checkDependsOn(t.dependsOn, hasEach)
 	t.DependsOn = refs
@@ -76,6 +77,16 @@ func (f *Flow) checkTask(t *Task, reg *tasks.Registry) hcl.Diagnostics {
 	diags = append(diags, f.checkRefs(t.Refs, reg)...)
 	diags = append(diags, f.checkRefs(t.DependsOn, reg)...)
 	return diags
+}
+
+// readsEach reports whether expr refers to each.key or each.value.
+func readsEach(expr hcl.Expression) bool {
+	for _, t := range expr.Variables() {
+		if t.RootName() == "each" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDependsOn reads depends_on entries: each names a task, a module call, or one

@@ -105,6 +105,9 @@ type Task struct {
 	// an output) reads this task's value; the engine keeps finished instances' values
 	// only for such tasks, since nothing else can look them up.
 	Read bool
+	// ReadsEach reports whether one of Exprs refers to each. Without it, the task's
+	// instances in one module instance evaluate alike.
+	ReadsEach bool
 }
 
 // Exprs returns every expression evaluated per instance: the type's attributes (by
