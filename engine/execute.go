@@ -10,6 +10,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -50,6 +51,11 @@ type coordinator struct {
 	values   map[string]cty.Value // finished instances, as dependents see them
 	final    map[string]bool      // succeeded, failed, skipped or interrupted
 	started  map[string]time.Time // running instances
+	reportAt map[string]time.Duration // running instances: elapsed time of the next "still running" line
+	// runningOf and held enforce max_parallel: instances of a task at its bound wait in
+	// held, in plan order, outside the ready queue, holding no slot.
+	runningOf map[*config.Task]int
+	held      map[*config.Task]*readyQueue
 	backoff  map[string]*time.Timer
 	ready    readyQueue
 	running  int
@@ -73,6 +79,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	c := &coordinator{Runner: r, tasksCtx: tasksCtx,
 		events: make(chan any, 2*r.opts.Parallelism+16), waiting: make(map[string]int, n),
 		values: map[string]cty.Value{}, final: make(map[string]bool, n), started: map[string]time.Time{},
+		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
 		backoff: map[string]*time.Timer{}}
 	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
 	c.recordPending()
@@ -89,6 +96,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	for {
 		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 {
 			q := heap.Pop(&c.ready).(queued)
+			if c.atBound(q) {
+				continue
+			}
 			c.start(q.inst, q.attempt)
 		}
 		if c.running == 0 && len(c.backoff) == 0 && c.inflight == 0 && (c.stopping || len(c.ready) == 0) {
@@ -122,9 +132,33 @@ func (c *coordinator) recordPending() {
 	}
 }
 
+// atBound holds q aside when its task already runs max_parallel instances.
+func (c *coordinator) atBound(q queued) bool {
+	t := q.inst.Task
+	if t.MaxParallel == 0 || c.runningOf[t] < t.MaxParallel {
+		return false
+	}
+	if c.held[t] == nil {
+		c.held[t] = &readyQueue{}
+	}
+	heap.Push(c.held[t], q)
+	return true
+}
+
+// unbound lets the next held instance of t compete for a slot again, one per finished
+// attempt, so a task of 20,000 instances at max_parallel 1 is not re-sorted each time.
+func (c *coordinator) unbound(t *config.Task) {
+	c.runningOf[t]--
+	if h := c.held[t]; h != nil && h.Len() > 0 {
+		heap.Push(&c.ready, heap.Pop(h).(queued))
+	}
+}
+
 func (c *coordinator) start(inst *Instance, attempt int) {
 	c.running++
+	c.runningOf[inst.Task]++
 	c.started[inst.Addr] = time.Now()
+	c.reportAt[inst.Addr] = c.opts.ProgressEvery
 	ectx, diags := c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
 	go func() { c.events <- c.attempt(c.tasksCtx, inst, attempt, ectx, diags) }()
 }
@@ -133,7 +167,9 @@ func (c *coordinator) handle(ev any) {
 	switch ev := ev.(type) {
 	case *attemptResult:
 		c.running--
+		c.unbound(ev.inst.Task)
 		delete(c.started, ev.inst.Addr)
+		delete(c.reportAt, ev.inst.Addr)
 		c.finishAttempt(ev)
 	case committed:
 		c.inflight -= len(ev.addrs)
@@ -291,9 +327,18 @@ func (c *coordinator) progress() {
 	}
 	now := time.Now()
 	for _, addr := range c.plan.Order {
-		if began, ok := c.started[addr]; ok && now.Sub(began) >= c.opts.ProgressEvery {
-			c.say("%s: still running (%s elapsed)", addr, now.Sub(began).Round(time.Second))
+		began, ok := c.started[addr]
+		if !ok || now.Sub(began) < c.reportAt[addr] {
+			continue
 		}
+		// Each instance's next line comes after twice the time so far: a long build
+		// says it is alive without nine builds filling the log every 10 s.
+		c.reportAt[addr] = 2 * now.Sub(began)
+		line := fmt.Sprintf("%s: still running (%s elapsed)", addr, now.Sub(began).Round(time.Second))
+		if last := c.LastLine(addr); last != "" {
+			line += ": " + cut(last, 120)
+		}
+		c.say("%s", line)
 	}
 }
 
@@ -364,4 +409,12 @@ func (c *coordinator) result() *Result {
 	}
 	res.Outputs = c.plan.evalOutputs(c.values)
 	return res
+}
+
+// cut shortens a task's output line for a progress line.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

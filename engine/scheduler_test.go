@@ -542,3 +542,64 @@ task "test_echo" "count" {
 		t.Errorf("output lacks n=0:\n%s", o.out)
 	}
 }
+
+// TestMaxParallel: a task's max_parallel bounds its own instances, not the run's other
+// tasks, and its waiting instances hold no slot: with 2 slots and one task at
+// max_parallel 1, the other task's instances run beside it.
+func TestMaxParallel(t *testing.T) {
+	tests := []struct {
+		name        string
+		src         string
+		parallelism int
+		want        int
+	}{
+		{"bound below parallelism", fmt.Sprintf(`
+task "test_sleep" "s" {
+  for_each     = toset(%s)
+  ms           = 30
+  key          = each.key
+  max_parallel = 2
+}
+`, keysHCL(8)), 10, 2},
+		{"held instances hold no slot", fmt.Sprintf(`
+task "test_sleep" "a" {
+  for_each     = toset(%s)
+  ms           = 60
+  key          = each.key
+  max_parallel = 1
+}
+task "test_sleep" "b" {
+  for_each = toset(%s)
+  ms       = 60
+  key      = each.key
+}
+`, keysHCL(4), keysHCL(4)), 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, o := runFlow(t, tt.src, engine.Options{Parallelism: tt.parallelism})
+			if o.res.Status != state.Succeeded {
+				t.Fatalf("status %s, want succeeded\n%s", o.res.Status, statuses(o.res.Records))
+			}
+			if got := h.rec.maxConcurrency(); got != tt.want {
+				t.Errorf("max concurrency %d, want exactly %d", got, tt.want)
+			}
+			h.assertStored(o)
+		})
+	}
+}
+
+// TestProgressLinesGrow: an instance's "still running" lines come at doubling
+// intervals, each with its last output line.
+func TestProgressLinesGrow(t *testing.T) {
+	src := `
+task "test_sleep" "slow" {
+  ms = 700
+}
+`
+	_, o := runFlow(t, src, engine.Options{ProgressEvery: 20 * time.Millisecond})
+	// Ticks every 20 ms over 700 ms: at 20, 40, 80, 160, 320 and 640 ms at most, not 35.
+	if n := strings.Count(o.out, "test_sleep.slow: still running"); n < 3 || n > 7 {
+		t.Errorf("%d progress lines, want between 3 and 7 (doubling intervals):\n%s", n, o.out)
+	}
+}

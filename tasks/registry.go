@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"strings"
 	"errors"
 	"fmt"
 	"sort"
@@ -134,11 +135,22 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// metaAttributes are the settings every task block accepts; the engine owns them.
-var metaAttributes = map[string]bool{
-	"depends_on": true, "for_each": true, "timeout": true, "retry": true, "description": true,
-	"retain_on_destroy": true,
+// SharedSettings are the settings every task block accepts, as written in a flow; the
+// engine owns them. `flow tasks` and the generated pages list them from here.
+var SharedSettings = []string{
+	"depends_on", "for_each", "timeout", "retry { attempts, delay, max_delay }", "description",
+	"retain_on_destroy", "max_parallel",
 }
+
+// metaAttributes are the names of SharedSettings.
+var metaAttributes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range SharedSettings {
+		name, _, _ := strings.Cut(s, " ")
+		m[name] = true
+	}
+	return m
+}()
 
 // IsMetaAttribute reports whether name is one of the shared task settings.
 func IsMetaAttribute(name string) bool { return metaAttributes[name] }

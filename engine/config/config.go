@@ -89,6 +89,10 @@ type Task struct {
 	// image other runs reuse, or what goes anyway with something destroyed later);
 	// what the task depends on is destroyed as usual.
 	RetainOnDestroy bool
+	// MaxParallel bounds how many of the task's instances run at once, across module
+	// instances too (instances that share a lock or a build cache); 0 means no bound
+	// but the run's parallelism.
+	MaxParallel int
 	ForEach         hcl.Expression // nil without for_each
 	DependsOn       []Ref
 	dependsOn       []hcl.Expression

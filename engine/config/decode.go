@@ -70,7 +70,7 @@ func (f *Flow) decodeLocals(b *hcl.Block) hcl.Diagnostics {
 var taskMetaSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "depends_on"}, {Name: "for_each"}, {Name: "timeout"}, {Name: "description"},
-		{Name: "retain_on_destroy"},
+		{Name: "retain_on_destroy"}, {Name: "max_parallel"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "retry"}},
 }
@@ -129,6 +129,9 @@ func (t *Task) decodeMeta(meta *hcl.BodyContent) hcl.Diagnostics {
 		// A constant, as description is: destroy decides from the flow alone.
 		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &t.RetainOnDestroy)...)
 	}
+	if a, ok := meta.Attributes["max_parallel"]; ok {
+		diags = append(diags, t.decodeMaxParallel(a)...)
+	}
 	if a, ok := meta.Attributes["for_each"]; ok {
 		t.ForEach = a.Expr
 	}
@@ -158,6 +161,17 @@ func (t *Task) decodeMeta(meta *hcl.BodyContent) hcl.Diagnostics {
 		if a, ok := c.Attributes["max_delay"]; ok {
 			t.Retry.MaxDelay = a.Expr
 		}
+	}
+	return diags
+}
+
+// decodeMaxParallel reads max_parallel: a constant, as retain_on_destroy is, since the
+// scheduler applies it before any instance runs.
+func (t *Task) decodeMaxParallel(a *hcl.Attribute) hcl.Diagnostics {
+	diags := gohcl.DecodeExpression(a.Expr, nil, &t.MaxParallel)
+	if !diags.HasErrors() && t.MaxParallel < 1 {
+		diags = append(diags, errorf(a.Expr.Range(), "Invalid max_parallel",
+			"max_parallel is how many of the task's instances may run at once: at least 1, not %d.", t.MaxParallel))
 	}
 	return diags
 }

@@ -37,7 +37,7 @@ func Markdown(t *tasks.Type) (string, error) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Name, tasks.TypeString(a.Type), req, cell(a.Doc))
 	}
-	b.WriteString("\nAnd the [shared settings](../language.md#tasks) of every task: `depends_on`, `for_each`,\n`timeout`, `retry { attempts, delay, max_delay }`, `description`.\n")
+	b.WriteString("\nAnd the [shared settings](../language.md#tasks) of every task: `" + strings.Join(tasks.SharedSettings, "`, `") + "`.\n")
 	if len(t.Outputs) > 0 {
 		b.WriteString("\n| output | type | |\n|---|---|---|\n")
 		for _, o := range t.Outputs {

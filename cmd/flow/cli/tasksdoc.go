@@ -59,7 +59,7 @@ func (c *CLI) describeType(t *tasks.Type) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, tasks.TypeString(a.Type), req, a.Doc)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nShared settings: depends_on, for_each, timeout, retry { attempts, delay, max_delay }, description, retain_on_destroy")
+	fmt.Fprintln(w, "\nShared settings: "+strings.Join(tasks.SharedSettings, ", "))
 	if len(t.Outputs) > 0 {
 		fmt.Fprintln(w, "\nOutputs:")
 		for _, o := range t.Outputs {
