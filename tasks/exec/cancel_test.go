@@ -94,9 +94,12 @@ func TestRunCancel(t *testing.T) {
 			minTime: 300 * time.Millisecond,
 			maxTime: 2 * time.Second,
 		},
+		// The subshell writes its own pid ($PPID of the sh it starts), and only once
+		// its trap is set: a pid file written by the leader ($!) could let the test
+		// cancel before the trap, and an early SIGTERM kill the subshell.
 		{
 			name:    "leader exits, grandchild ignores SIGTERM and holds the pipes",
-			script:  `(trap '' TERM; sleep 30; echo late) & echo $! > "$PIDFILE"; wait`,
+			script:  `(trap '' TERM; sh -c 'echo $PPID' > "$PIDFILE"; sleep 30; echo late) & wait`,
 			grace:   500 * time.Millisecond,
 			minTime: 500 * time.Millisecond,
 			maxTime: 2 * time.Second,
