@@ -19,6 +19,8 @@ import (
 
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
+
+	"github.com/flowdev/flow/internal/ci"
 )
 
 // The local lab (flows/local-lab.hcl) against the real LXD daemon: run it, SIGKILL flow at
@@ -47,7 +49,7 @@ func requireLXD(t *testing.T) lxdclient.InstanceServer {
 		_, _, err = srv.GetServer()
 	}
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if ci.Enabled() {
 			t.Fatalf("the LXD daemon is required (scripts/lab-setup.sh starts it): %v", err)
 		}
 		t.Skipf("no LXD daemon (run scripts/lab-setup.sh): %v", err)

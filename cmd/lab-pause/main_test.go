@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowdev/flow/internal/ci"
 )
 
 // buildPause builds the command as the lab builds it: static.
@@ -68,7 +70,7 @@ func TestPause(t *testing.T) {
 // parent exits at once, leaves no zombie behind.
 func TestPauseReapsOrphansAsPID1(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
+		if ci.Enabled() {
 			t.Fatal("a PID namespace needs root; CI runs as root")
 		}
 		t.Skip("a PID namespace needs root")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/internal/ci"
 	"github.com/flowdev/flow/tasks/taskstest"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -23,12 +24,12 @@ const dockerRegistry = "/usr/bin/docker-registry"
 
 // startDistribution runs docker-registry with filesystem storage on a
 // loopback port, behind a counting proxy; it skips the test without it, except
-// under CI=true.
+// under CI (internal/ci).
 func startDistribution(t *testing.T) *testRegistry {
 	t.Helper()
 	if _, err := os.Stat(dockerRegistry); err != nil {
 		// make test installs it (scripts/lab-setup.sh); under CI its absence fails.
-		if os.Getenv("CI") == "true" {
+		if ci.Enabled() {
 			t.Fatalf("%s not installed: %v", dockerRegistry, err)
 		}
 		t.Skipf("%s not installed: %v", dockerRegistry, err)

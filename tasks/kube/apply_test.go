@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdev/flow/internal/ci"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/kube/kubetest"
 	"github.com/flowdev/flow/tasks/taskstest"
@@ -365,7 +366,7 @@ func testApplyKarmadaCRDs(t *testing.T, s *kubetest.Server) {
 	base := filepath.Join(kubetest.BinDir(), "karmada-crds-"+kubetest.KarmadaVersion)
 	dirs, err := os.ReadDir(base)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if ci.Enabled() {
 			t.Fatal(err)
 		}
 		t.Skipf("Karmada CRDs missing (run scripts/k8s-bins.sh): %v", err)

@@ -4,38 +4,92 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/flowdev/flow/internal/ci"
 )
 
 // These tests talk to the real LXD daemon on this machine (make test starts it
-// with scripts/lab-setup.sh). Under CI=true a missing daemon fails the package.
-// Elsewhere only the offline tests run without one (Validate, type registration:
-// the names offlineTests matches), and the rest are reported as not run.
+// with scripts/lab-setup.sh). Under CI (internal/ci) a missing daemon fails the
+// package. Elsewhere only the offline tests run without one (Validate, type
+// registration: the names offlineTests matches), and the rest are counted and
+// reported as not run, on the terminal too.
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	_, err := connect(ctx, nil)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lxd tests need a running LXD daemon (run scripts/lab-setup.sh): %v\n", err)
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "FAIL: CI=true and no LXD daemon")
+		if ci.Enabled() {
+			fmt.Fprintf(os.Stderr, "FAIL: CI=%s and no LXD daemon\n", os.Getenv("CI"))
 			os.Exit(1)
 		}
 		flag.Parse()
 		if err := flag.Set("test.run", offlineTests); err != nil {
 			panic(err)
 		}
-		fmt.Println("no LXD daemon: running only the offline tests (" + offlineTests + ")")
+		msg := "no LXD daemon: running only the offline tests (" + offlineTests + ")"
+		if n, err := notRun(".", offlineTests); err == nil {
+			msg = fmt.Sprintf("tasks/lxd: %d tests not run: no LXD daemon (only the offline tests run: %s)", n, offlineTests)
+		}
+		fmt.Println(msg)
+		// go test ./... shows a passing package's output only with -v: say it on
+		// the terminal too, so that "ok" is not mistaken for the daemon tests passing.
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			fmt.Fprintln(tty, msg)
+			tty.Close()
+		}
 	}
 	os.Exit(m.Run())
+}
+
+// notRun counts the tests in the _test.go files of dir whose names offline does
+// not match: the tests that narrowing -test.run to it leaves out.
+func notRun(dir, offline string) (int, error) {
+	re := regexp.MustCompile(offline)
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return 0, err
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if ok && fn.Recv == nil && isTest(fn) && !re.MatchString(fn.Name.Name) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// isTest reports whether fn is a test go test runs: TestXxx(t *testing.T).
+func isTest(fn *ast.FuncDecl) bool {
+	name, ok := strings.CutPrefix(fn.Name.Name, "Test")
+	if !ok || fn.Name.Name == "TestMain" || fn.Type.Params.NumFields() != 1 {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(name)
+	return name == "" || !unicode.IsLower(r)
 }
 
 // offlineTests matches the tests that need no LXD daemon.

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,21 +102,53 @@ func TestValidateRemote(t *testing.T) {
 	}
 }
 
-// httpsAddress makes the daemon listen on a loopback HTTPS address (keeping one that
-// is already set) and returns it.
+// httpsAddress returns an address on which the daemon serves HTTPS to this machine.
+// A daemon that listens nowhere is made to listen on 127.0.0.1:8443 for the test. One
+// that already listens keeps its setting, and is reached where it listens: on
+// 127.0.0.1 when that is every address (":8443", "[::]:8443"), else on its own
+// address, which is this machine's. The client pins the daemon's certificate, not a
+// host name, so any of its addresses serves the test; there is nothing to skip.
 func httpsAddress(t *testing.T) string {
 	t.Helper()
 	addr := strings.TrimSpace(lxc(t, "config", "get", "core.https_address"))
-	if strings.HasPrefix(addr, "127.0.0.1:") {
-		return addr
-	}
 	if addr != "" {
-		t.Skipf("the daemon already listens on %s; not changing it", addr)
+		return reachableAddress(addr)
 	}
 	addr = "127.0.0.1:8443"
 	lxc(t, "config", "set", "core.https_address", addr)
 	t.Cleanup(func() { _ = lxcQuiet("config", "unset", "core.https_address") })
 	return addr
+}
+
+// reachableAddress is where this machine reaches a daemon whose core.https_address
+// is addr: a wildcard host becomes 127.0.0.1, a missing port LXD's default 8443.
+func reachableAddress(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil { // no port
+		host, port = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"), "8443"
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func TestReachableAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:8443": "127.0.0.1:8443",
+		"127.0.0.2:9443": "127.0.0.2:9443",
+		":8443":          "127.0.0.1:8443",
+		"0.0.0.0:8444":   "127.0.0.1:8444",
+		"[::]:8443":      "127.0.0.1:8443",
+		"[::1]:8443":     "[::1]:8443",
+		"10.1.2.3":       "10.1.2.3:8443",
+		"[::]":           "127.0.0.1:8443",
+		"lab.example:1":  "lab.example:1",
+	} {
+		if got := reachableAddress(in); got != want {
+			t.Errorf("reachableAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 type clientCert struct{ cert, key, fingerprint string }

@@ -3,7 +3,7 @@
 // machine by scripts/k8s-bins.sh and cached by version. It owns those processes
 // and their files in the test's temp dir; it does not build binaries.
 //
-// Without the binaries a test is skipped, except under CI=true, where a
+// Without the binaries a test is skipped, except under CI (internal/ci), where a
 // missing binary fails the test: make test builds them first.
 package kubetest
 
@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/flowdev/flow/internal/ci"
 )
 
 // Pinned versions: the binaries under test and the flags karmadactl tasks are
@@ -49,7 +51,7 @@ func BinDir() string {
 
 // Binary returns the path of a cached binary such as "kube-apiserver" at its
 // pinned version, or "etcd" from PATH. It skips the test when the binary is
-// missing, and fails it under CI=true.
+// missing, and fails it under CI.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
 	var path string
@@ -67,7 +69,7 @@ func Binary(t testing.TB, name string) string {
 		}
 	}
 	msg := fmt.Sprintf("%s is missing (run scripts/k8s-bins.sh)", name)
-	if os.Getenv("CI") == "true" {
+	if ci.Enabled() {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
