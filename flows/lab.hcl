@@ -122,13 +122,10 @@ locals {
 
 # --- the host ------------------------------------------------------------------------------
 
+# Waits for apt's locks (another apt of the user's, or of ours) instead of failing on them.
 task "exec" "host_packages" {
-  script  = <<-EOT
-    pkgs="ca-certificates curl iptables snapd tar"
-    if dpkg-query -W $pkgs >/dev/null 2>&1; then echo "packages $pkgs already present"; exit 0; fi
-    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $pkgs
-  EOT
-  timeout = "10m"
+  command = ["bash", "${dirname(path.flow)}/scripts/apt-install.sh", "ca-certificates", "curl", "iptables", "snapd", "tar"]
+  timeout = "20m"
   retry {
     attempts = 3
     delay    = "10s"

@@ -51,7 +51,7 @@ command -v skopeo >/dev/null || missing+=(skopeo)
 [ -x /usr/bin/time ] || missing+=(time)
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   log "installing ${missing[*]}"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  bash "$(dirname "$0")/apt-install.sh" "${missing[@]}"
 fi
 [ -x "$REGISTRY" ] || die "$REGISTRY is missing (Debian package docker-registry)"
 command -v skopeo >/dev/null || die "skopeo is missing (Debian package skopeo)"

@@ -65,8 +65,7 @@ make build >/dev/null
 if [ ! -x /usr/bin/time ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     log "installing GNU time for peak RSS"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+    bash "$(dirname "$0")/apt-install.sh" time
   fi
   [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian package time)"
 fi

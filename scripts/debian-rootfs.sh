@@ -8,9 +8,14 @@
 #   scripts/debian-rootfs.sh NAME [PACKAGE...]
 #   ROOTFS_SUITE=bookworm ROOTFS_VARIANT=minbase scripts/debian-rootfs.sh member containerd runc
 #
+# Every build shares one download cache, $cache/debs (mmdebstrap's documented way: keep
+# the archives, copy them in before and out after), so a package is downloaded once
+# for all the roots, and the first root (the lab builds its base first) seeds it.
+#
 # Used by the member image (scripts/member-image.sh) and the lab's container images
-# (flows/images). Needs root (mmdebstrap's root mode) and the mmdebstrap package,
-# which it installs with apt-get when missing.
+# (flows/k8s-lab/images.hcl). Needs root (mmdebstrap's root mode) and the mmdebstrap
+# package: the lab flow installs it first (exec.host_packages); run alone, this script
+# installs it with scripts/apt-install.sh.
 set -euo pipefail
 
 name=${1:?usage: debian-rootfs.sh NAME [PACKAGE...]}
@@ -25,12 +30,7 @@ key=$(printf 'v1 %s %s %s\n' "$suite" "$variant" "$packages" | sha256sum | cut -
 out="$cache/$name-$key.tar"
 if [ -f "$out" ]; then echo "$out"; exit 0; fi
 
-if ! command -v mmdebstrap >/dev/null; then
-  [ "$(id -u)" = 0 ] || { log "mmdebstrap is missing and installing it needs root"; exit 1; }
-  log "installing mmdebstrap"
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
-fi
+command -v mmdebstrap >/dev/null || bash "$(dirname "$0")/apt-install.sh" mmdebstrap
 
 # The host's own sources, passed as files: mmdebstrap reads a path as a sources list.
 sources=()
@@ -39,17 +39,24 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.l
 done
 [ ${#sources[@]} -gt 0 ] || { log "this machine has no apt sources to build from"; exit 1; }
 
-mkdir -p "$cache"
+export DEBS=$cache/debs
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$DEBS"
+last=$(awk -v n="$name" '$2 == "rootfs" && $3 == n {t = $4} END {print t}' "$cache/build-times.log" 2>/dev/null || true)
 start=$SECONDS
-log "building $name ($suite, $variant${packages:+, $packages}); about a minute, once per package list"
+log "building $name ($suite, $variant${packages:+, $packages}; ${last:+$last last time on this machine}${last:-about 1-5 min, less once the download cache holds its packages}), once per package list"
 include=()
 [ -n "$packages" ] && include=(--include="$packages")
 # dpkg's documentation and locales are dead weight in a container; apt lists are
 # stale the moment the tarball is cached.
+# The download cache goes in and out by scripts/rootfs-debs.sh.
 mmdebstrap --quiet --format=tar --variant="$variant" "${include[@]}" \
   --dpkgopt='path-exclude=/usr/share/{doc,man,info,locale}/*' \
   --dpkgopt='path-include=/usr/share/locale/locale.alias' \
-  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+  --skip=download/empty --skip=essential/unlink \
+  --setup-hook="bash '$here/rootfs-debs.sh' in \"\$1\"" \
+  --customize-hook="bash '$here/rootfs-debs.sh' out \"\$1\"" \
+  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/var/cache/apt/archives/*.deb' \
   "$suite" "$out.tmp.$$" "${sources[@]}" >&2
 mv "$out.tmp.$$" "$out"
 echo "$(date -u +%FT%TZ) rootfs $name $((SECONDS - start))s" >>"$cache/build-times.log"

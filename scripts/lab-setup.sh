@@ -19,10 +19,8 @@ install_packages() {
   # The image needs the static build: a container has no libc for a dynamic one.
   { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || missing+=(busybox-static)
   [ ${#missing[@]} -eq 0 ] && return 0
-  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || fail "missing ${missing[*]} and cannot apt-get install (not root)"
   echo "lab-setup: installing ${missing[*]}"
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  bash scripts/apt-install.sh "${missing[@]}" || fail "could not install ${missing[*]}"
 }
 
 start_daemon() {

@@ -2,22 +2,22 @@
 # Builds .lab/member-image.tar: the LXD image every member of the Kubernetes lab (and the
 # host cluster) runs, MicroK8s's parts without snap: a Debian root file system with
 # containerd, runc, the CNI plugins, iptables, conntrack, etcd and tini from Debian's
-# packages (scripts/debian-rootfs.sh), the Kubernetes binaries built from the Go module
-# proxy (scripts/k8s-bins.sh), and the member's init (flows/k8s-lab/member/init.sh).
-# Cached: it is rebuilt only when the package list, a binary or the init changes (a
-# stamp holds their hashes). Prints the tarball's path.
+# packages (ROOTFS, built by scripts/debian-rootfs.sh: exec.member_rootfs in the lab), the
+# Kubernetes binaries built from the Go module proxy (BIN_CACHE, by scripts/k8s-bins.sh),
+# and the member's init (flows/k8s-lab/member/init.sh). Cached: it is rebuilt only when
+# the root, a binary or the init changes (a stamp holds their hashes). Prints the
+# tarball's path.
 #
-#   scripts/member-image.sh BIN_CACHE K8S_VERSION
+#   scripts/member-image.sh ROOTFS BIN_CACHE K8S_VERSION
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bins=${1:?usage: member-image.sh BIN_CACHE K8S_VERSION} version=${2:?usage: member-image.sh BIN_CACHE K8S_VERSION}
-packages=(containerd runc containernetworking-plugins iptables iproute2 procps ca-certificates
-  etcd-server conntrack tini)
+usage="usage: member-image.sh ROOTFS BIN_CACHE K8S_VERSION"
+rootfs=${1:?$usage} bins=${2:?$usage} version=${3:?$usage}
 commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 init=flows/k8s-lab/member/init.sh
 out=.lab/member-image.tar
 
-rootfs=$(bash scripts/debian-rootfs.sh member "${packages[@]}" | tail -n1)
+[ -f "$rootfs" ] || { echo "member-image: root file system $rootfs missing" >&2; exit 1; }
 for c in "${commands[@]}"; do
   [ -x "$bins/$c-$version" ] || { echo "member-image: $bins/$c-$version missing: run scripts/k8s-bins.sh" >&2; exit 1; }
 done

@@ -5,11 +5,8 @@ set -euo pipefail
 
 need() { # need CMD DEBIAN_PACKAGE
   command -v "$1" >/dev/null 2>&1 && return 0
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "prereqs: installing $2 for $1"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
-  fi
+  echo "prereqs: installing $2 for $1"
+  bash "$(dirname "$0")/apt-install.sh" "$2" || true
   command -v "$1" >/dev/null 2>&1 && return 0
   echo "prereqs: $1 is missing (Debian package $2)" >&2
   case "${CI:-}" in ''|0|[Ff][Aa][Ll][Ss][Ee]) ;; *) exit 1 ;; esac # CI unless unset, 0 or false, as internal/ci

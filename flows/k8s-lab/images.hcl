@@ -1,6 +1,6 @@
 # images.hcl — every container image the k8s lab runs, built here from what this machine
 # has (nothing can be pulled from the internet): the Kubernetes and Karmada binaries built
-# from the Go module proxy by scripts/k8s-bins.sh, our own pause (cmd/lab-pause), CoreDNS,
+# from the Go module proxy by the tasks of bins.hcl, our own pause (cmd/lab-pause), CoreDNS,
 # and Debian packages installed into root file systems by scripts/debian-rootfs.sh
 # (mmdebstrap). Each image is pushed to the stand-in upstream registry under its real
 # repository path and tag, then image_mirror preloads all of them into the lab registry
@@ -10,12 +10,6 @@
 # One file of the flows/k8s-lab flow: it uses var.upstream_port, var.registry_port,
 # var.karmada_version, var.kube_version, local.root and module.registries (the registries)
 # from the flow's other files; everything it declares is named image_*.
-
-variable "image_kube_binary_version" {
-  type        = string
-  default     = "v1.31.4"
-  description = "Version of the Kubernetes binaries in ~/.cache/flow/bin; their images are tagged var.kube_version (v1.31.4 in this lab; karmadactl v1.13.0's default tag v1.31.3 is not on the module proxy)."
-}
 
 variable "image_coredns_version" {
   type        = string
@@ -46,7 +40,6 @@ locals {
 
   # Debian root file systems (bookworm, minbase), one per package list, cached by it.
   image_rootfs = {
-    base       = ["ca-certificates"]
     etcd       = ["ca-certificates", "etcd-client", "etcd-server"]
     nginx      = ["nginx-light"]
     prometheus = ["prometheus"]
@@ -64,10 +57,6 @@ locals {
     for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver", "karmada-agent"] :
     c => "karmada/${c}:${var.karmada_version}"
   }
-  image_binaries = concat(
-    [for c in concat(keys(local.image_kube), ["kube-proxy"]) : "${c}-${var.image_kube_binary_version}"],
-    [for c in keys(local.image_karmada) : "${c}-${var.karmada_version}"],
-  )
   image_coredns_tag = trimprefix(var.image_coredns_version, "v")
   image_path = {
     debian     = "library/debian:bookworm"
@@ -85,36 +74,26 @@ locals {
 
 # --- inputs: root file systems, binaries, links ---------------------------------------------
 
+# The base root comes first: it fills the download cache the other roots share
+# (scripts/debian-rootfs.sh), so the Debian packages they have in common are downloaded once.
+task "exec" "image_rootfs_base" {
+  description = "The images' base: Debian minbase with CA certificates, gzipped into .lab/images; seeds the download cache."
+  command     = ["bash", "scripts/image-rootfs.sh", "base", "ca-certificates"]
+  dir         = local.root
+  timeout     = "20m"
+  depends_on  = [exec.host_packages]
+}
+
 # Gzipped once here (gzip -n: no name or time inside, so the same tar gives the same
 # bytes): image_build then takes the layer's digest by hashing the file instead of
 # compressing hundreds of megabytes at every run.
 task "exec" "image_rootfs" {
   for_each    = local.image_rootfs
   description = "A Debian root file system with the image's packages (cached by package list), gzipped into .lab/images."
-  script      = <<-EOT
-    set -e
-    tar=$(bash scripts/debian-rootfs.sh image-${each.key} ${join(" ", each.value)})
-    gz=.lab/images/rootfs/$(basename "$tar").gz
-    if [ ! -s "$gz" ]; then
-      mkdir -p .lab/images/rootfs
-      tmp=$(mktemp "$gz.XXXXXX") # its own: a gzip that outlived a killed run writes elsewhere
-      gzip -1 -n -c "$tar" >"$tmp" && mv "$tmp" "$gz"
-    fi
-    echo "$PWD/$gz"
-  EOT
+  command     = concat(["bash", "scripts/image-rootfs.sh", each.key], each.value)
   dir         = local.root
   timeout     = "20m"
-}
-
-task "exec" "image_bins" {
-  description = "The Kubernetes and Karmada binaries scripts/k8s-bins.sh caches; prints their directory."
-  script      = <<-EOT
-    dir=$${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}
-    for b in ${join(" ", local.image_binaries)}; do
-      [ -x "$dir/$b" ] || { echo "missing $dir/$b: run scripts/k8s-bins.sh" >&2; exit 1; }
-    done
-    echo "$dir"
-  EOT
+  depends_on  = [exec.image_rootfs_base]
 }
 
 task "exec" "image_pause" {
@@ -127,32 +106,6 @@ task "exec" "image_pause" {
   EOT
   dir         = local.root
   timeout     = "10m"
-}
-
-# CoreDNS from the binary cache when scripts/k8s-bins.sh built it there, else built here
-# once from the Go module proxy into .lab/images.
-task "exec" "image_coredns" {
-  description = "The coredns binary: from the binary cache, or built once into .lab/images."
-  script      = <<-EOT
-    set -e
-    v=${var.image_coredns_version}
-    cached=$${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}/coredns-$v
-    if [ -x "$cached" ]; then echo "$cached"; exit 0; fi
-    out="$PWD/.lab/images/coredns-$v"
-    if [ -x "$out" ]; then echo "$out"; exit 0; fi
-    src="$PWD/.lab/images/coredns-src-$v"
-    mkdir -p "$src" && cd "$src"
-    printf 'module flowcorednsbuild\ngo 1.23\n' >go.mod
-    printf 'package tools\n\nimport _ "github.com/coredns/coredns/coremain"\n' >tools.go
-    export GOFLAGS=-mod=mod CGO_ENABLED=0
-    go get "github.com/coredns/coredns@$v" >&2 && go mod tidy >&2
-    go build -trimpath -ldflags="-s -w -X github.com/coredns/coredns/coremain.GitCommit=$v" \
-      -o "$out.tmp" github.com/coredns/coredns >&2
-    mv "$out.tmp" "$out"
-    echo "$out"
-  EOT
-  dir         = local.root
-  timeout     = "30m"
 }
 
 # Links the packages do not make: etcd where its manifest runs it, nginx's logs to the
@@ -181,7 +134,7 @@ task "exec" "image_links" {
 # binary, and what alpine:3.21.0 (etcd's init container under karmadactl init, which needs
 # only sh and tee) stands for.
 task "image_build" "image_debian" {
-  layers     = [{ tarball = exec.image_rootfs["base"].stdout }]
+  layers     = [{ tarball = exec.image_rootfs_base.stdout }]
   env        = local.image_path_env
   cmd        = ["bash"]
   push       = "${local.image_upstream}/${local.image_path.debian}"
@@ -223,7 +176,7 @@ task "image_build" "image_etcd" {
 task "image_build" "image_kube" {
   for_each   = local.image_kube
   base       = image_build.image_debian.reference
-  layers     = [{ source = "${exec.image_bins.stdout}/${each.key}-${var.image_kube_binary_version}", destination = "/usr/local/bin/${each.key}", mode = "0755" }]
+  layers     = [{ source = exec.kube_bin[each.key].stdout, destination = "/usr/local/bin/${each.key}", mode = "0755" }]
   entrypoint = ["/usr/local/bin/${each.key}"]
   push       = "${local.image_upstream}/${each.value}"
   insecure   = true
@@ -235,7 +188,7 @@ task "image_build" "image_kube" {
 task "image_build" "image_kube_proxy" {
   layers = [
     { tarball = exec.image_rootfs["kube_proxy"].stdout },
-    { source = "${exec.image_bins.stdout}/kube-proxy-${var.image_kube_binary_version}", destination = "/usr/local/bin/kube-proxy", mode = "0755" },
+    { source = exec.kube_bin["kube-proxy"].stdout, destination = "/usr/local/bin/kube-proxy", mode = "0755" },
   ]
   env        = local.image_path_env
   entrypoint = ["/usr/local/bin/kube-proxy"]
@@ -250,7 +203,7 @@ task "image_build" "image_kube_proxy" {
 task "image_build" "image_karmada" {
   for_each   = local.image_karmada
   base       = image_build.image_debian.reference
-  layers     = [{ source = "${exec.image_bins.stdout}/${each.key}-${var.karmada_version}", destination = "/usr/bin/${each.key}", mode = "0755" }]
+  layers     = [{ source = exec.karmada_bin[each.key].stdout, destination = "/usr/bin/${each.key}", mode = "0755" }]
   entrypoint = ["/bin/${each.key}"]
   push       = "${local.image_upstream}/${each.value}"
   insecure   = true
@@ -259,7 +212,7 @@ task "image_build" "image_karmada" {
 
 task "image_build" "image_coredns" {
   base          = image_build.image_debian.reference
-  layers        = [{ source = exec.image_coredns.stdout, destination = "/coredns", mode = "0755" }]
+  layers        = [{ source = exec.coredns_bin.stdout, destination = "/coredns", mode = "0755" }]
   entrypoint    = ["/coredns"]
   exposed_ports = ["53/tcp", "53/udp", "9153"]
   push          = "${local.image_upstream}/${local.image_path.coredns}"

@@ -78,26 +78,26 @@ task "proxy_device" "to_karmada" {
 }
 
 module "karmada" {
-  source                 = "../modules/karmada"
-  karmadactl             = "${exec.bins.stdout}/karmadactl-${var.karmada_version}"
-  karmadactl_version     = var.karmada_version
-  host_kubeconfig        = kubeconfig.member[var.host_cluster].path
-  karmada_data           = "${local.config_dir}/karmada"
-  etcd_data              = local.karmada_etcd
-  registry               = "localhost:${var.registry_port}"
-  kube_image_tag         = var.kube_version
-  crds                   = "${exec.bins.stdout}/karmada-crds-${var.karmada_version}.tar.gz"
-  advertise_address      = "127.0.0.1"
-  cert_external_ip       = [local.bridge]
-  internet_ip_lookup     = false
-  push_members           = local.push_members
-  pull_members           = var.pull_members
-  kubeconfigs            = { for m, k in kubeconfig.member : m => k.path if m != var.host_cluster }
-  api_endpoints          = { for m in local.push_members : m => "https://${local.bridge}:${var.members[m]}" }
-  agent_api_endpoint     = "${local.bridge}:${var.karmada_port}"
-  nginx_clusters         = sort(keys(var.members))
-  nginx_image            = "localhost:${var.registry_port}/nginx:${var.image_nginx_tag}"
-  depends_on             = [image_mirror.lab, wait_ready.member_dns, proxy_device.karmada_api, proxy_device.to_member, proxy_device.to_karmada]
+  source             = "../modules/karmada"
+  karmadactl         = exec.karmada_bin["karmadactl"].stdout
+  karmadactl_version = var.karmada_version
+  host_kubeconfig    = kubeconfig.member[var.host_cluster].path
+  karmada_data       = "${local.config_dir}/karmada"
+  etcd_data          = local.karmada_etcd
+  registry           = "localhost:${var.registry_port}"
+  kube_image_tag     = var.kube_version
+  crds               = exec.karmada_bin["karmada-crds"].stdout
+  advertise_address  = "127.0.0.1"
+  cert_external_ip   = [local.bridge]
+  internet_ip_lookup = false
+  push_members       = local.push_members
+  pull_members       = var.pull_members
+  kubeconfigs        = { for m, k in kubeconfig.member : m => k.path if m != var.host_cluster }
+  api_endpoints      = { for m in local.push_members : m => "https://${local.bridge}:${var.members[m]}" }
+  agent_api_endpoint = "${local.bridge}:${var.karmada_port}"
+  nginx_clusters     = sort(keys(var.members))
+  nginx_image        = "localhost:${var.registry_port}/nginx:${var.image_nginx_tag}"
+  depends_on         = [image_mirror.lab, wait_ready.member_dns, proxy_device.karmada_api, proxy_device.to_member, proxy_device.to_karmada]
 }
 
 output "karmada_kubeconfig" {

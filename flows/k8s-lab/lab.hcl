@@ -40,13 +40,13 @@ variable "config_dir" {
 variable "kube_version" {
   type        = string
   default     = "v1.31.4"
-  description = "Version of the Kubernetes binaries in the member image (built by scripts/k8s-bins.sh)."
+  description = "Version of the Kubernetes binaries in the member image (built by exec.kube_bin, bins.hcl)."
 }
 
 variable "karmada_version" {
   type        = string
   default     = "v1.13.0"
-  description = "Version of the Karmada binaries and images (built by scripts/k8s-bins.sh)."
+  description = "Version of the Karmada binaries and images (built by exec.karmada_bin, bins.hcl)."
 }
 
 variable "registry_port" {
@@ -67,14 +67,6 @@ locals {
   config_dir = var.config_dir != "" ? var.config_dir : "${local.root}/.lab/k8s-lab"
   # Every cluster of the lab: the members and the host cluster, each from the member image.
   clusters = merge(var.members, { (var.host_cluster) = var.host_port })
-}
-
-task "exec" "bins" {
-  description = "Build the Kubernetes and Karmada binaries once per version (cached; a no-op when present)."
-  command     = ["bash", "scripts/k8s-bins.sh"]
-  env         = { K8S_VERSION = var.kube_version, KARMADA_VERSION = var.karmada_version }
-  dir         = local.root
-  timeout     = "60m"
 }
 
 # Everything the lab writes on this machine is under config_dir (kubeconfigs, credentials,

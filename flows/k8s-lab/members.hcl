@@ -2,11 +2,23 @@
 # its Kubernetes started inside, its API server forwarded to the host and the registry
 # forwarded in, then waited on until the node is Ready and cluster DNS answers.
 
+# The member's root file system: MicroK8s's runtime parts from Debian's packages. It starts
+# once the images' base root has filled the shared download cache.
+task "exec" "member_rootfs" {
+  description = "The member image's Debian root file system (cached by package list)."
+  command = ["bash", "scripts/debian-rootfs.sh", "member", "containerd", "runc", "containernetworking-plugins",
+  "iptables", "iproute2", "procps", "ca-certificates", "etcd-server", "conntrack", "tini"]
+  dir        = local.root
+  timeout    = "20m"
+  depends_on = [exec.image_rootfs_base]
+}
+
 task "exec" "member_image" {
   description = "Build the member image (Debian + containerd + Kubernetes; cached by its inputs)."
-  command     = ["bash", "scripts/member-image.sh", exec.bins.stdout, var.kube_version]
+  command     = ["bash", "scripts/member-image.sh", exec.member_rootfs.stdout, dirname(exec.kube_bin["kube-apiserver"].stdout), var.kube_version]
   dir         = local.root
   timeout     = "20m"
+  depends_on  = [exec.kube_bin]
 }
 
 # A rebuilt image (a new binary, package list or init) moves the alias; running members
@@ -42,8 +54,8 @@ task "lxd_launch" "member" {
 }
 
 task "exec" "member_pki" {
-  for_each = local.clusters
-  command  = ["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key]
+  for_each   = local.clusters
+  command    = ["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key]
   depends_on = [exec.config_dir]
 }
 

@@ -10,6 +10,7 @@ task "exec" "busybox_image" {
   description = "Build the small busybox image tarball (reproducible; a no-op when current)."
   command     = ["bash", "scripts/busybox-image.sh"]
   dir         = local.root
+  depends_on  = [exec.host_packages] # busybox-static
 }
 
 task "lxd_image_import" "busybox" {
@@ -33,4 +34,5 @@ module "registries" {
   registries = local.registries
   image      = lxd_image_import.busybox.alias
   profiles   = ["default", lxd_profile.registry.name]
+  depends_on = [exec.host_packages] # docker-registry, staged into the containers
 }

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -50,12 +52,45 @@ func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner,
 		}
 	}
 	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
+	printSlowest(w, res.Records, slowestShown)
 	c.printOutputs(res.Outputs)
 	if run.Status == state.Pending {
 		fmt.Fprintf(w, "The instances --target left out have not run: the run is unfinished; %q runs them.\n", hint)
 	} else if res.Status != state.Succeeded {
 		fmt.Fprintf(w, "Continue with %q; see \"flow status\" and \"flow logs ADDRESS\".\n", hint)
 	}
+}
+
+// slowestShown is how many of the slowest instances a summary names.
+const slowestShown = 5
+
+// printSlowest names the n instances of this run that took longest, a second or more
+// each, so a long run says where its time went without reading the log.
+func printSlowest(w io.Writer, recs []*state.Instance, n int) {
+	type took struct {
+		addr string
+		d    time.Duration
+	}
+	var all []took
+	for _, r := range recs {
+		if r.StartedAt == nil || r.FinishedAt == nil || r.Reason != "" && strings.HasPrefix(r.Reason, "up to date") {
+			continue
+		}
+		if d := r.FinishedAt.Sub(*r.StartedAt); d >= time.Second {
+			all = append(all, took{r.Address, d})
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].d > all[j].d })
+	all = all[:min(n, len(all))]
+	fmt.Fprintln(w, "Slowest:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range all {
+		fmt.Fprintf(tw, "  %s\t%s\n", t.addr, t.d.Round(100*time.Millisecond))
+	}
+	tw.Flush()
 }
 
 func (c *CLI) printOutputs(outs map[string]cty.Value) {
