@@ -11,11 +11,21 @@ import (
 
 // FuzzOpen writes any bytes as a state file and opens it read-only and writable.
 // Open either refuses with a *FormatError and leaves the file byte for byte as it
-// was, or succeeds and every record can be read without a panic. The seed corpus
-// (testdata/fuzz/FuzzOpen) holds an empty file, garbage, a fresh state and a
-// truncated one; mutations of a whole state rarely get past bbolt's checksummed
-// meta pages, which is what FuzzOpenPatched is for.
+// was, or succeeds, every record can be read without a panic, and the writable
+// Store commits a new run with a record and its log that read back the same, there
+// and after reopening the file. The seed corpus
+// (testdata/fuzz/FuzzOpen) holds an empty file, garbage and a truncated state; two
+// fresh states (without and with a first run) are added here, as newImage makes
+// them. Mutations of a whole state rarely get past bbolt's checksummed meta pages,
+// which is what FuzzOpenPatched is for.
 func FuzzOpen(f *testing.F) {
+	for _, first := range []*Run{nil, {Flow: "f", Status: Running}} {
+		image, _, err := newImage(first)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(image)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkOpen(t, data)
 	})
@@ -54,6 +64,9 @@ func checkOpen(t *testing.T, data []byte) {
 		var fe *FormatError
 		switch {
 		case err == nil:
+			if !readOnly {
+				writeAndReadBack(t, path)
+			}
 		case errors.As(err, &fe):
 			if !bytes.Equal(data, readFile(t, path)) {
 				t.Fatalf("readOnly=%v: refused (%v) but the file was modified", readOnly, err)
@@ -84,4 +97,49 @@ func openAndReadAll(path string, readOnly bool) error {
 		}
 	}
 	return nil
+}
+
+// writeAndReadBack opens the state at path, which Open accepted, writable: a new run
+// with an instance record and its log must commit, and read back the same before and
+// after the file is closed and opened again.
+func writeAndReadBack(t *testing.T, path string) {
+	t.Helper()
+	in := &Instance{Address: `exec.fuzz["k"]`, Type: "exec", Status: Succeeded, Attempts: 1, Fingerprint: "f"}
+	log := []byte("fuzz log\n")
+	check := func(s *Store, id uint64, when string) {
+		t.Helper()
+		got, err := s.Instances(id)
+		if err != nil || len(got) != 1 || got[0].Address != in.Address || got[0].Status != in.Status || got[0].Fingerprint != in.Fingerprint {
+			t.Fatalf("%s: Instances(%d) = %+v, %v; want the committed record", when, id, got, err)
+		}
+		if l, err := s.Logs(id, in.Address); err != nil || !bytes.Equal(l, log) {
+			t.Fatalf("%s: Logs = %q, %v; want %q", when, l, err, log)
+		}
+		if latest, err := s.LatestRun(); err != nil || latest == nil || latest.ID != id || latest.Flow != "fuzz" {
+			t.Fatalf("%s: LatestRun = %+v, %v; want run %d", when, latest, err, id)
+		}
+	}
+	s, err := Open(path, Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open accepted the file, then refused it: %v", err)
+	}
+	r := &Run{Flow: "fuzz", Status: Running}
+	if err := s.CreateRun(r); err != nil {
+		s.Close()
+		t.Fatalf("Open accepted the file, but CreateRun failed: %v", err)
+	}
+	if err := s.Commit(r.ID, nil, []*Instance{in}, map[string][]byte{in.Address: log}); err != nil {
+		s.Close()
+		t.Fatalf("Open accepted the file, but Commit failed: %v", err)
+	}
+	check(s, r.ID, "after Commit")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{ReadOnly: true, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("after Commit, Open refuses the file: %v", err)
+	}
+	defer s.Close()
+	check(s, r.ID, "reopened")
 }
