@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-drill demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-drill demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -28,6 +28,14 @@ test: build
 	$(GO) test -count=1 -timeout 75m $(PKGS)
 	$(MAKE) --no-print-directory fault-lxd
 	$(MAKE) --no-print-directory fuzz-short
+	$(MAKE) --no-print-directory fresh-path
+
+# What a new user runs on a bare machine, tested (scripts/fresh-path.sh): the lab's host
+# packages removed, every flow cache empty (a new HOME, a fresh clone, the lab's LXD
+# images deleted), Go's caches kept; then `make demo` must succeed the first time, and
+# `make demo-teardown`. Last, since it needs the lab's names and ports to itself.
+fresh-path:
+	bash scripts/fresh-path.sh
 
 # The fault test that kills and restarts the shared LXD daemon (docs/reliability.md).
 # A step of its own, after every other package's tests, so nothing else talks to the
