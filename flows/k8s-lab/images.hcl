@@ -115,14 +115,15 @@ task "exec" "image_links" {
   script      = <<-EOT
     set -e
     d=.lab/images/links
-    mkdir -p $d/etcd/usr/local/bin $d/nginx/var/log/nginx
-    ln -sfn /usr/bin/etcd $d/etcd/usr/local/bin/etcd
-    ln -sfn /usr/bin/etcdctl $d/etcd/usr/local/bin/etcdctl
-    ln -sfn /dev/stdout $d/nginx/var/log/nginx/access.log
-    ln -sfn /dev/stderr $d/nginx/var/log/nginx/error.log
+    # A link already right is left alone: remaking it would change its time, and with it
+    # the inputs image_build's cache compares, so every run would rebuild the image.
+    link() { [ "$(readlink "$2" 2>/dev/null)" = "$1" ] || { mkdir -p "$(dirname "$2")" && ln -sfn "$1" "$2"; }; }
+    link /usr/bin/etcd $d/etcd/usr/local/bin/etcd
+    link /usr/bin/etcdctl $d/etcd/usr/local/bin/etcdctl
+    link /dev/stdout $d/nginx/var/log/nginx/access.log
+    link /dev/stderr $d/nginx/var/log/nginx/error.log
     # The real image serves /usr/share/nginx/html; Debian's site serves /var/www/html.
-    mkdir -p $d/nginx/var/www
-    ln -sfn /usr/share/nginx/html $d/nginx/var/www/html
+    link /usr/share/nginx/html $d/nginx/var/www/html
     echo "$PWD/$d"
   EOT
   dir         = local.root

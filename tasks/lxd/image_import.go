@@ -2,8 +2,6 @@ package lxd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +11,10 @@ import (
 
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
-	"github.com/flowdev/flow/tasks"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/internal/digestcache"
+	"github.com/flowdev/flow/tasks"
 )
 
 // ImageImport uploads a local image into the server's image store under an
@@ -210,20 +210,10 @@ func (i *ImageImport) upload(ctx context.Context, srv lxdclient.InstanceServer) 
 
 // fingerprint is LXD's: the sha256 of the unified file, or of metadata
 // followed by rootfs.
+// fingerprint is the files' sha256, read again only when a file changed since the last
+// run on this machine (internal/digestcache): the member image is 800 MB.
 func (i *ImageImport) fingerprint(ctx context.Context) (string, error) {
-	h := sha256.New()
-	for _, path := range i.files() {
-		f, err := os.Open(path)
-		if err != nil {
-			return "", err
-		}
-		_, err = io.Copy(h, ctxReader{ctx, f})
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", path, err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return digestcache.Sum(ctx, i.files()...)
 }
 
 func (i *ImageImport) files() []string {
