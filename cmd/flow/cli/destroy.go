@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/state"
 )
 
 func (c *CLI) destroyCmd() *cobra.Command {
@@ -53,82 +52,38 @@ func (c *CLI) destroy(v varFlags, progress progressFlag, parallelism int) error 
 	if err != nil {
 		return err
 	}
-	sess, err := c.openSession(nil)
-	if err != nil {
-		return err
-	}
-	defer sess.close()
-	ctx, store, src, latest := sess.ctx, sess.store, sess.src, sess.latest
-	if latest == nil {
-		return failf(ExitInvalid, "nothing to destroy in %s: there are no runs", store.Path())
-	}
-	target, run := latest, (*state.Run)(nil)
-	if latest.Destroys != 0 {
-		if latest.Status == state.Succeeded {
-			fmt.Fprintf(c.stdout, "Nothing to destroy: run %d was destroyed by run %d.\n", latest.Destroys, latest.ID)
-			return nil
-		}
-		if target, err = store.GetRun(latest.Destroys); err != nil {
-			return fail(ExitInvalid, err)
-		}
-		run = latest
-	}
-	created, base, err := engine.RunInputs(store, target)
-	if err != nil {
-		return fail(ExitInvalid, err)
-	}
-	l, err := c.load(target.Flow, v, base, false)
-	if err != nil {
-		return err
-	}
-	var done map[string]*state.Instance
-	verb := "Destroying"
-	if run == nil {
-		run, err = engine.StartDestroy(store, target, l)
-	} else {
-		verb = "Continuing to destroy"
-		if done, _, err = engine.RunInputs(store, run); err == nil {
-			_, err = engine.ResumeRun(store, run, l)
-		}
-	}
-	if err != nil {
-		return fail(ExitInvalid, err)
-	}
-	if l.Flow.Hash != target.FlowHash {
-		fmt.Fprintf(c.stdout, "The flow changed since run %d; each instance is destroyed as the files say now.\n", target.ID)
-	}
-	fmt.Fprintf(c.stdout, "%s what run %d of %s created (destroy run %d)\n", verb, target.ID, displayPath(target.Flow), run.ID)
+	ctx, stopSignals := c.interruptible()
+	defer stopSignals()
 	out, view := c.progressOut(showLive)
-	d := engine.NewDestruction(l.Plan, created, engine.DestroyOptions{RunID: run.ID, Store: store, Done: done,
-		Out: out, Logger: c.logger(l.Plan.Scope.Redact), Live: showLive, Parallelism: parallelism})
-	src.start(run, d)
-	began := time.Now()
-	view.start(d)
-	res, runErr := d.Run(ctx)
+	obs := &observer{cli: c, view: view, parallelism: parallelism}
+	req := c.request(v, out, showLive)
+	req.Observer = obs
+	req.Parallelism = parallelism
+	o, err := engine.NewSession(c.state(), c.reg).Destroy(ctx, req)
 	view.close()
-	if err := engine.FinishDestroy(store, run, res, runErr); err != nil && runErr == nil {
-		runErr = err
+	if err != nil {
+		return c.refused(err)
 	}
-	c.destroySummary(run, res, time.Since(began), c.resumeHint(l, v))
-	return exitFor(res, runErr, "destroy failed")
+	c.destroySummary(o.Run, o.Result, time.Since(obs.began), c.resumeHint(o.Loaded, v))
+	return exitFor(o.Result, o.Err, "destroy failed")
 }
 
-func (c *CLI) destroySummary(run *state.Run, res *engine.Result, took time.Duration, hint string) {
-	counts := map[state.Status]int{}
+func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took time.Duration, hint string) {
+	counts := map[engine.Status]int{}
 	for _, r := range res.Records {
 		counts[r.Status]++
 	}
-	parts := []string{fmt.Sprintf("%d destroyed", counts[state.Succeeded])}
+	parts := []string{fmt.Sprintf("%d destroyed", counts[engine.Succeeded])}
 	for _, p := range []struct {
-		s    state.Status
+		s    engine.Status
 		name string
-	}{{state.Skipped, "left as they are"}, {state.Failed, "failed"}, {state.Interrupted, "interrupted"}} {
+	}{{engine.Skipped, "left as they are"}, {engine.Failed, "failed"}, {engine.Interrupted, "interrupted"}} {
 		if counts[p.s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[p.s], p.name))
 		}
 	}
 	fmt.Fprintf(c.stdout, "\nDestroy run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
-	if res.Status != state.Succeeded {
+	if res.Status != engine.Succeeded {
 		fmt.Fprintf(c.stdout, "Continue with %q; see \"flow status\".\n", strings.Replace(hint, "flow resume", "flow destroy", 1))
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine"
 )
 
 func (c *CLI) outputCmd() *cobra.Command {
@@ -98,7 +98,7 @@ func outputText(o outputDoc, raw bool) (string, error) {
 	if o.Sensitive {
 		return "(sensitive)", nil
 	}
-	v, err := state.Value{Type: o.Type, Value: o.Value}.Decode()
+	v, err := engine.StoredValue{Type: o.Type, Value: o.Value}.Decode()
 	if err != nil {
 		return "", err
 	}

@@ -6,10 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/state"
 )
 
 func (c *CLI) planCmd() *cobra.Command {
@@ -37,66 +35,37 @@ this flow in the state file, everything runs.`,
 }
 
 func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
-	previous, base, run, err := c.previousFor(path, sel.selective())
-	if err != nil {
-		return err
+	req := c.request(v, nil, false)
+	req.Flow, req.Targets, req.Replace = path, sel.targetAddrs(), sel.replaceAddrs()
+	pv, err := engine.NewSession(c.state(), c.reg).Preview(req)
+	if errors.As(err, new(*engine.BusyError)) {
+		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", c.state())
 	}
-	l, err := c.load(path, v, base, false)
 	if err != nil {
-		return err
-	}
-	plan, err := sel.selectFrom(l.Plan)
-	if err != nil {
-		return fail(ExitInvalid, err)
+		return c.refused(err)
 	}
 	switch {
-	case run == nil:
+	case pv.From == nil:
 		fmt.Fprintln(c.stdout, "A new run would:")
-	case run.Status != state.Succeeded:
-		fmt.Fprintf(c.stdout, "Resuming run %d would:\n", run.ID)
+	case pv.From.Status != engine.Succeeded:
+		fmt.Fprintf(c.stdout, "Resuming run %d would:\n", pv.From.ID)
 	default:
-		fmt.Fprintf(c.stdout, "A new run from the checkpoints of run %d would:\n", run.ID)
+		fmt.Fprintf(c.stdout, "A new run from the checkpoints of run %d would:\n", pv.From.ID)
 	}
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	for _, d := range plan.Preview(previous, sel.replace) {
+	for _, d := range pv.Decisions {
 		counts[string(d.Action)]++
 		reason := d.Reason
-		if desc := plan.Instances[d.Addr].Task.Description; desc != "" {
+		if desc := pv.Plan.Instances[d.Addr].Task.Description; desc != "" {
 			reason += "  # " + firstLine(desc)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Action, d.Addr, reason)
 	}
 	tw.Flush()
 	fmt.Fprintf(c.stdout, "%d instances: %d to run, %d to skip, %d decided at run time.\n",
-		len(plan.Order), counts["run"], counts["skip"], counts["run?"])
+		len(pv.Plan.Order), counts["run"], counts["skip"], counts["run?"])
 	return nil
-}
-
-// previousFor returns the records of the latest run of path if it is unfinished or,
-// with selective set (--target, --replace), whatever its status. A missing state file
-// means nothing ran yet; plan never creates one.
-func (c *CLI) previousFor(path string, selective bool) (map[string]*state.Instance, map[string]cty.Value, *state.Run, error) {
-	store, busy, err := c.openRead()
-	if err != nil {
-		if errors.As(err, new(noStateError)) {
-			return nil, nil, nil, nil
-		}
-		return nil, nil, nil, err
-	}
-	if busy {
-		return nil, nil, nil, failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", c.state())
-	}
-	defer store.Close()
-	run, err := store.LatestRun()
-	if err != nil || run == nil || run.Destroys != 0 || (run.Status == state.Succeeded && !selective) || run.Flow != absPath(path) {
-		return nil, nil, nil, err
-	}
-	previous, base, err := engine.RunInputs(store, run)
-	if err != nil {
-		return nil, nil, nil, fail(ExitInvalid, err)
-	}
-	return previous, base, run, nil
 }
 
 func (c *CLI) validateCmd() *cobra.Command {

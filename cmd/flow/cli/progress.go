@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine"
 )
 
 // progressFlag is --progress on run and resume.
@@ -43,11 +43,13 @@ func (p *progressFlag) live(out io.Writer) (bool, error) {
 type liveView struct {
 	mu     sync.Mutex
 	out    io.Writer
-	runner progressSource
+	runner engine.Progress
 	began  time.Time
 	drawn  int // lines of the view on the terminal now
-	stop   chan struct{}
-	done   chan struct{}
+	// started is set by start, on the goroutine that calls close.
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // liveRefresh is how often the view is redrawn when no event comes.
@@ -69,13 +71,14 @@ func (c *CLI) progressOut(live bool) (io.Writer, *liveView) {
 }
 
 // start begins redrawing the view of runner until close.
-func (v *liveView) start(runner progressSource) {
+func (v *liveView) start(runner engine.Progress) {
 	if v == nil {
 		return
 	}
 	v.mu.Lock()
 	v.runner = runner
 	v.mu.Unlock()
+	v.started = true
 	go func() {
 		defer close(v.done)
 		tick := time.NewTicker(liveRefresh)
@@ -93,9 +96,10 @@ func (v *liveView) start(runner progressSource) {
 	}()
 }
 
-// close stops redrawing and removes the view, leaving the event lines.
+// close stops redrawing and removes the view, leaving the event lines. A view never
+// started (the walk was refused) has nothing to remove.
 func (v *liveView) close() {
-	if v == nil {
+	if v == nil || !v.started {
 		return
 	}
 	close(v.stop)
@@ -147,12 +151,12 @@ func (v *liveView) render() string {
 		}
 	}
 	var done, waiting int
-	var running []state.Instance
+	var running []engine.InstanceRecord
 	for _, r := range v.runner.Snapshot() {
 		switch r.Status {
-		case state.Running:
+		case engine.Running:
 			running = append(running, r)
-		case state.Pending:
+		case engine.Pending:
 			waiting++
 		default:
 			done++

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/live"
-	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -111,7 +110,8 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
 func (c *CLI) execute(path string, f execFlags, fresh bool) error {
-	if _, err := f.live(c.stdout); err != nil {
+	live, err := f.live(c.stdout)
+	if err != nil {
 		return err
 	}
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
@@ -121,187 +121,129 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		debug.SetGCPercent(400)
 		debug.SetMemoryLimit(192 << 20)
 	}
-	var l *engine.Loaded
-	var plan *engine.Plan
-	var newRun func() (*state.Run, error)
-	if path != "" {
-		newRun = func() (*state.Run, error) {
-			var err error
-			if l, plan, err = c.loadSelected(path, f, nil); err != nil {
-				return nil, err
-			}
-			run, err := engine.NewRunRecord(l)
-			if err != nil {
-				return nil, fail(ExitInvalid, err)
-			}
-			return run, nil
-		}
-	}
-	sess, err := c.openSession(newRun)
-	if err != nil {
-		return err
-	}
-	defer sess.close()
-	ctx, store, src, latest := sess.ctx, sess.store, sess.src, sess.latest
-	if sess.created != nil {
-		return c.runPlan(ctx, store, src, sess.created, l, plan, nil, f, "Starting")
-	}
-	var run *state.Run
-	var previous map[string]*state.Instance
-	var base map[string]cty.Value
-	switch {
-	case path == "" && latest == nil:
-		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", store.Path())
-	case latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded:
-		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with \"flow destroy\"",
-			latest.ID, latest.Destroys, effectiveStatus(latest))
-	case path == "" && latest.Destroys != 0:
-		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with \"flow run %s\".\n", latest.ID, latest.Destroys, displayPath(latest.Flow))
-		return nil
-	case path == "" && latest.Status == state.Succeeded && !f.selective():
-		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with \"flow run %s\".\n", latest.ID, displayPath(latest.Flow))
-		return nil
-	case path == "":
-		run, path = latest, latest.Flow
-		if previous, base, err = engine.RunInputs(store, run); err != nil {
-			return fail(ExitInvalid, err)
-		}
-	case latest != nil && latest.Status != state.Succeeded && !fresh:
-		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with \"flow resume\" or start over with \"flow run --new\"",
-			latest.ID, latest.Flow, effectiveStatus(latest))
-	}
-	if l == nil {
-		if l, plan, err = c.loadSelected(path, f, base); err != nil {
-			return err
-		}
-	}
-	verb := "Resuming"
-	if run == nil {
-		// --target and --replace act on what the latest run of this flow left.
-		verb = "Starting"
-		if f.selective() && latest != nil && latest.Destroys == 0 && latest.Flow == absPath(path) {
-			verb = fmt.Sprintf("From the checkpoints of run %d, starting", latest.ID)
-			run, previous, err = engine.StartRun(store, l, latest)
-		} else {
-			run, previous, err = engine.StartRun(store, l, nil)
-		}
-	} else {
-		var changed bool
-		if changed, err = engine.ResumeRun(store, run, l); changed {
-			fmt.Fprintf(c.stdout, "The flow changed since run %d started; instances whose inputs changed run again.\n", run.ID)
-		}
-	}
-	if err != nil {
-		return fail(ExitInvalid, err)
-	}
-	return c.runPlan(ctx, store, src, run, l, plan, previous, f, verb)
-}
-
-// loadSelected loads the flow at path and selects what --target and --replace name.
-func (c *CLI) loadSelected(path string, f execFlags, base map[string]cty.Value) (*engine.Loaded, *engine.Plan, error) {
-	l, err := c.load(path, f.varFlags, base, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := f.selectFrom(l.Plan)
-	if err != nil {
-		return nil, nil, fail(ExitInvalid, err)
-	}
-	return l, plan, nil
-}
-
-// session is what a run or a destroy holds while it executes: a context cancelled
-// by the first SIGINT or SIGTERM, the state file, locked, its latest run, and the live
-// endpoint that other terminals' status and logs ask.
-type session struct {
-	ctx    context.Context
-	store  *state.Store
-	src    *liveSource
-	latest *state.Run
-	// created is the run the state file was created with, when newRun gave one.
-	created *state.Run
-	close   func()
-}
-
-// openSession opens the state file for a run or a destroy. When the file does not
-// exist yet and newRun is set, newRun (which loads the flow) gives the run to create
-// the file with: one durable step fewer than creating it empty and then the run, and
-// a flow that does not load leaves no state file behind.
-func (c *CLI) openSession(newRun func() (*state.Run, error)) (*session, error) {
 	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
 	// loads must end in exit code 130 and a resumable state, not the default death.
 	ctx, stopSignals := c.interruptible()
-	var opts state.Options
-	if _, err := os.Stat(c.state()); newRun != nil && errors.Is(err, fs.ErrNotExist) {
-		if opts.FirstRun, err = newRun(); err != nil {
-			stopSignals()
-			return nil, err
-		}
-	}
-	store, err := state.Open(c.state(), opts)
-	if err != nil {
-		stopSignals()
-		return nil, fail(ExitInvalid, err)
-	}
-	s := &session{ctx: ctx, store: store, src: &liveSource{}, close: func() { store.Close(); stopSignals() }}
-	if stopLive, err := live.Serve(store.Path(), s.src); err != nil {
-		c.logger(nil).Warn("flow status from another terminal will not work", "error", err)
-	} else {
-		s.close = func() { stopLive(); store.Close(); stopSignals() }
-	}
-	if opts.FirstRun != nil && opts.FirstRun.ID != 0 {
-		s.created = opts.FirstRun
-	}
-	if s.latest, err = store.LatestRun(); err != nil {
-		s.close()
-		return nil, fail(ExitInvalid, err)
-	}
-	return s, nil
-}
-
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
-}
-
-// runPlan executes plan (all of l's plan, or the part --target selected) with signal
-// handling and the live status endpoint, then records and prints the outcome.
-func (c *CLI) runPlan(ctx context.Context, store *state.Store, src *liveSource, run *state.Run, l *engine.Loaded, plan *engine.Plan, previous map[string]*state.Instance, f execFlags, verb string) error {
-	live, err := f.live(c.stdout)
-	if err != nil {
-		return err
-	}
+	defer stopSignals()
 	out, view := c.progressOut(live)
-	// A run of the whole flow writes its final record with the last checkpoint (one
-	// commit); a targeted one may end pending, which FinishRun decides afterwards.
-	var finish func(*engine.Result) *state.Run
-	whole := len(plan.Order) == len(l.Plan.Order)
-	if whole {
-		finish = func(res *engine.Result) *state.Run { return engine.RecordResult(run, res) }
+	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
+	req := c.request(f.varFlags, out, live)
+	req.Observer = obs
+	req.Flow, req.New, req.Targets, req.Replace = path, fresh, f.targetAddrs(), f.replaceAddrs()
+	req.Parallelism, req.FailFast, req.TransientRetry = f.parallelism, f.failFast, f.transientBound()
+	sess := engine.NewSession(c.state(), c.reg)
+	run := sess.Run
+	if path == "" {
+		run = sess.Resume
 	}
-	runner := engine.NewRunner(plan, engine.Options{
-		Parallelism: f.parallelism, FailFast: f.failFast, TransientRetry: f.transientBound(), RunID: run.ID, Store: store,
-		Previous: previous, Replace: f.replace, Out: out, Logger: c.logger(plan.Scope.Redact), Live: live,
-		Finish: finish,
-	})
-	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, displayPath(run.Flow), len(plan.Order), f.parallelism)
-	src.start(run, runner)
-	began := time.Now()
-	view.start(runner)
-	res, runErr := runner.Run(ctx)
+	o, err := run(ctx, req)
 	view.close()
-	if res == nil {
-		return fail(ExitTaskFailed, runErr)
+	if err != nil {
+		return c.refused(err)
 	}
-	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
-		if err := engine.FinishRun(store, run, res, runErr, l.Plan); err != nil && runErr == nil {
-			runErr = err
+	c.summary(o.Run, o.Result, o.Walker, time.Since(obs.began), c.resumeHint(o.Loaded, f.varFlags))
+	return exitFor(o.Result, o.Err, "run failed")
+}
+
+// request is what every walk's request holds: the variables, where events go, and how
+// the CLI follows the walk.
+func (c *CLI) request(v varFlags, out io.Writer, live bool) engine.Request {
+	return engine.Request{VarFiles: v.files, Vars: v.vars, Environ: os.Environ(), Out: out, Live: live,
+		Logger: func(redact func(string) string) hclog.Logger { return c.logger(redact) },
+		Warn:   c.printDiags}
+}
+
+// observer follows a walk for the CLI: it serves other terminals' status and logs
+// while the state file is held, and prints and draws the walk as it starts.
+type observer struct {
+	cli         *CLI
+	view        *liveView
+	src         liveSource
+	parallelism int
+	began       time.Time
+}
+
+func (o *observer) Held(path string) func() {
+	stop, err := live.Serve(path, &o.src)
+	if err != nil {
+		o.cli.logger(nil).Warn("flow status from another terminal will not work", "error", err)
+		return nil
+	}
+	return stop
+}
+
+func (o *observer) Started(s engine.Start, w engine.Progress) {
+	o.cli.printStart(s, o.parallelism)
+	o.src.start(s.Run, w)
+	o.began = time.Now()
+	o.view.start(w)
+}
+
+// printStart says what a walk begins.
+func (c *CLI) printStart(s engine.Start, parallelism int) {
+	run, flow := s.Run, displayPath(s.Run.Flow)
+	switch s.Kind {
+	case engine.NewDestroy, engine.ResumedDestroy:
+		if s.FlowChanged {
+			fmt.Fprintf(c.stdout, "The flow changed since run %d; each instance is destroyed as the files say now.\n", s.From)
+		}
+		verb := "Destroying"
+		if s.Kind == engine.ResumedDestroy {
+			verb = "Continuing to destroy"
+		}
+		fmt.Fprintf(c.stdout, "%s what run %d of %s created (destroy run %d)\n", verb, s.From, flow, run.ID)
+		return
+	case engine.ResumedRun:
+		if s.FlowChanged {
+			fmt.Fprintf(c.stdout, "The flow changed since run %d started; instances whose inputs changed run again.\n", run.ID)
 		}
 	}
-	c.summary(run, res, runner, time.Since(began), c.resumeHint(l, f.varFlags))
-	return exitFor(res, runErr, "run failed")
+	verb := map[engine.StartKind]string{engine.NewRun: "Starting", engine.ResumedRun: "Resuming",
+		engine.FromCheckpoints: fmt.Sprintf("From the checkpoints of run %d, starting", s.From)}[s.Kind]
+	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, flow, s.Instances, parallelism)
+}
+
+// refused maps why a session walked nothing to its message and exit code.
+func (c *CLI) refused(err error) error {
+	var (
+		flowErr *engine.FlowError
+		noRuns  *engine.NoRunsError
+		unfin   *engine.UnfinishedError
+		nothing *engine.NothingToDoError
+	)
+	switch {
+	case errors.As(err, &flowErr):
+		return c.reportDiags(flowErr.Flow, flowErr.Diags)
+	case errors.As(err, &noRuns) && noRuns.Op == "resume":
+		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", noRuns.Path)
+	case errors.As(err, &noRuns) && noRuns.Op == "destroy":
+		return failf(ExitInvalid, "nothing to destroy in %s: there are no runs", noRuns.Path)
+	case errors.As(err, &noRuns):
+		return failf(ExitInvalid, "no runs in %s yet", noRuns.Path)
+	case errors.As(err, &unfin) && unfin.Latest.Destroys != 0:
+		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with \"flow destroy\"",
+			unfin.Latest.ID, unfin.Latest.Destroys, unfin.Status)
+	case errors.As(err, &unfin):
+		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with \"flow resume\" or start over with \"flow run --new\"",
+			unfin.Latest.ID, unfin.Latest.Flow, unfin.Status)
+	case errors.As(err, &nothing):
+		c.printNothing(nothing)
+		return nil
+	}
+	return fail(ExitInvalid, err)
+}
+
+// printNothing says why a resume or a destroy has nothing to do.
+func (c *CLI) printNothing(e *engine.NothingToDoError) {
+	l := e.Latest
+	switch {
+	case e.Op == "destroy":
+		fmt.Fprintf(c.stdout, "Nothing to destroy: run %d was destroyed by run %d.\n", l.Destroys, l.ID)
+	case l.Destroys != 0:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with \"flow run %s\".\n", l.ID, l.Destroys, displayPath(l.Flow))
+	default:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with \"flow run %s\".\n", l.ID, displayPath(l.Flow))
+	}
 }
 
 // exitFor maps how an execution (a run or a destroy) ended to its exit error;
@@ -310,9 +252,9 @@ func exitFor(res *engine.Result, runErr error, failed string) error {
 	switch {
 	case runErr != nil:
 		return fail(ExitTaskFailed, runErr)
-	case res.Status == state.Interrupted:
+	case res.Status == engine.Interrupted:
 		return reported(ExitInterrupted, errors.New("interrupted"))
-	case res.Status != state.Succeeded:
+	case res.Status != engine.Succeeded:
 		return reported(ExitTaskFailed, errors.New(failed))
 	}
 	return nil
@@ -337,8 +279,6 @@ func (c *CLI) interruptible() (context.Context, func()) {
 	}()
 	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
 }
-
-func timeNow() *time.Time { t := time.Now().UTC(); return &t }
 
 func displayPath(p string) string {
 	if wd, err := os.Getwd(); err == nil {

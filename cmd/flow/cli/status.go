@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/live"
-	"github.com/flowdev/flow/engine/state"
 )
 
 // statusDoc is the `flow status --json` contract.
@@ -47,7 +46,7 @@ type taskDoc struct {
 	Error      string     `json:"error"`
 }
 
-func newStatusDoc(run *state.Run, status string, recs []state.Instance) statusDoc {
+func newStatusDoc(run *engine.RunRecord, status string, recs []engine.InstanceRecord) statusDoc {
 	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{},
 		Destroys: run.Destroys}
 	for name, v := range run.Outputs {
@@ -67,33 +66,16 @@ func newStatusDoc(run *state.Run, status string, recs []state.Instance) statusDo
 	return doc
 }
 
-// effectiveStatus reports a run left "running" by a process that is gone as
-// interrupted. Only call it while holding the state file, or the process may be alive.
-func effectiveStatus(r *state.Run) state.Status {
-	if r.Status == state.Running {
-		return state.Interrupted
-	}
-	return r.Status
-}
-
 // liveSource answers `flow status` and `flow logs` from other terminals during a run.
 // It serves from the moment the state file is locked; until the run starts it reports a
 // run with no tasks yet.
 type liveSource struct {
 	mu     sync.Mutex
-	run    *state.Run
-	runner progressSource
+	run    *engine.RunRecord
+	runner engine.Progress
 }
 
-// progressSource is what `flow status` from another terminal and the live view read
-// while a run or a destroy is in progress: *engine.Runner or *engine.Destruction.
-type progressSource interface {
-	Snapshot() []state.Instance
-	Log(addr string) ([]byte, bool)
-	LastLine(addr string) string
-}
-
-func (s *liveSource) start(run *state.Run, runner progressSource) {
+func (s *liveSource) start(run *engine.RunRecord, runner engine.Progress) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.run, s.runner = run, runner
@@ -104,9 +86,9 @@ func (s *liveSource) Status() any {
 	run, runner := s.run, s.runner
 	s.mu.Unlock()
 	if runner == nil {
-		return statusDoc{Status: string(state.Running), Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}
+		return statusDoc{Status: string(engine.Running), Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}
 	}
-	return newStatusDoc(run, string(state.Running), runner.Snapshot())
+	return newStatusDoc(run, string(engine.Running), runner.Snapshot())
 }
 
 func (s *liveSource) Log(addr string) ([]byte, bool) {
@@ -117,13 +99,6 @@ func (s *liveSource) Log(addr string) ([]byte, bool) {
 		return nil, false
 	}
 	return runner.Log(addr)
-}
-
-// noStateError is a missing state file, which plan treats as "nothing ran yet".
-type noStateError struct{ path string }
-
-func (e noStateError) Error() string {
-	return fmt.Sprintf("no state file at %s: nothing has run here yet", e.path)
 }
 
 // retryLive asks the running process a few times: it may be between locking the state
@@ -137,22 +112,6 @@ func retryLive(ask func() error) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
-}
-
-// openRead opens the state file for reading. While a run holds it, it returns
-// (nil, true, nil): the caller asks the running process instead.
-func (c *CLI) openRead() (*state.Store, bool, error) {
-	store, err := state.Open(c.state(), state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
-	var locked *state.LockedError
-	switch {
-	case errors.As(err, &locked):
-		return nil, true, nil
-	case err != nil && errors.Is(err, fs.ErrNotExist):
-		return nil, false, fail(ExitInvalid, noStateError{c.state()})
-	case err != nil:
-		return nil, false, fail(ExitInvalid, err)
-	}
-	return store, false, nil
 }
 
 func (c *CLI) statusCmd() *cobra.Command {
@@ -187,11 +146,8 @@ is in progress: the running flow process answers then.`,
 
 func (c *CLI) loadStatus(runID uint64) (statusDoc, error) {
 	var doc statusDoc
-	store, busy, err := c.openRead()
-	if err != nil {
-		return doc, err
-	}
-	if busy {
+	run, recs, err := engine.NewSession(c.state(), c.reg).Status(runID)
+	if errors.As(err, new(*engine.BusyError)) {
 		if err := retryLive(func() error { return live.Status(c.state(), &doc) }); err != nil {
 			return doc, failf(ExitInvalid, "%s is in use by another flow process, which did not answer: %v", c.state(), err)
 		}
@@ -200,41 +156,10 @@ func (c *CLI) loadStatus(runID uint64) (statusDoc, error) {
 		}
 		return doc, failf(ExitInvalid, "run %d cannot be read while run %d is in progress", runID, doc.RunID)
 	}
-	defer store.Close()
-	run, err := pickRun(store, runID)
 	if err != nil {
-		return doc, err
+		return doc, c.refused(err)
 	}
-	recs, err := store.Instances(run.ID)
-	if err != nil {
-		return doc, fail(ExitInvalid, err)
-	}
-	flat := make([]state.Instance, len(recs))
-	for i, r := range recs {
-		flat[i] = *r
-		if run.Status == state.Running && r.Status == state.Running {
-			flat[i].Status = state.Interrupted // its process is gone: we could open the file
-		}
-	}
-	return newStatusDoc(run, string(effectiveStatus(run)), flat), nil
-}
-
-func pickRun(store *state.Store, id uint64) (*state.Run, error) {
-	if id != 0 {
-		r, err := store.GetRun(id)
-		if err != nil {
-			return nil, fail(ExitInvalid, err)
-		}
-		return r, nil
-	}
-	r, err := store.LatestRun()
-	if err != nil {
-		return nil, fail(ExitInvalid, err)
-	}
-	if r == nil {
-		return nil, failf(ExitInvalid, "no runs in %s yet", store.Path())
-	}
-	return r, nil
+	return newStatusDoc(run, string(run.Status), recs), nil
 }
 
 func printStatus(w io.Writer, doc statusDoc) {
@@ -248,14 +173,14 @@ func printStatus(w io.Writer, doc statusDoc) {
 	for _, t := range doc.Tasks {
 		counts[t.Status]++
 		detail := t.Error
-		if t.Status == string(state.Running) && t.StartedAt != nil {
+		if t.Status == string(engine.Running) && t.StartedAt != nil {
 			detail = fmt.Sprintf("for %s", time.Since(*t.StartedAt).Round(time.Second))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Status, t.Address, firstLine(detail))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d instances:", len(doc.Tasks))
-	for _, s := range []state.Status{state.Succeeded, state.Running, state.Failed, state.Skipped, state.Interrupted, state.Pending} {
+	for _, s := range []engine.Status{engine.Succeeded, engine.Running, engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
 		if n := counts[string(s)]; n > 0 {
 			fmt.Fprintf(w, " %d %s", n, s)
 		}
@@ -279,17 +204,12 @@ func (c *CLI) runsCmd() *cobra.Command {
 		Example: "  flow runs\n  flow runs --state /var/lib/flow/lab.db",
 		Args:    exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, busy, err := c.openRead()
-			if err != nil {
-				return err
-			}
-			if busy {
+			runs, err := engine.NewSession(c.state(), c.reg).Runs()
+			if errors.As(err, new(*engine.BusyError)) {
 				return failf(ExitInvalid, "%s is in use by a running flow; see \"flow status\"", c.state())
 			}
-			defer store.Close()
-			runs, err := store.Runs()
 			if err != nil {
-				return fail(ExitInvalid, err)
+				return c.refused(err)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tRESUMES\tFLOW")
@@ -302,7 +222,7 @@ func (c *CLI) runsCmd() *cobra.Command {
 				if r.Destroys != 0 {
 					flow = fmt.Sprintf("destroy of run %d: %s", r.Destroys, flow)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, effectiveStatus(r),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Status,
 					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, flow)
 			}
 			return tw.Flush()
@@ -345,35 +265,16 @@ var unquotedKey = regexp.MustCompile(`\[[^"\]]+\]`)
 
 func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	addr = normalizeAddress(addr)
-	store, busy, err := c.openRead()
-	if err != nil {
-		return nil, err
-	}
-	if busy {
-		var out []byte
+	out, err := engine.NewSession(c.state(), c.reg).Log(runID, addr)
+	if errors.As(err, new(*engine.BusyError)) {
 		err := retryLive(func() (err error) { out, err = live.Log(c.state(), addr); return err })
 		if err != nil {
 			return nil, failf(ExitInvalid, "logs of %s: %v", addr, err)
 		}
 		return out, nil
 	}
-	defer store.Close()
-	run, err := pickRun(store, runID)
 	if err != nil {
-		return nil, err
+		return nil, c.refused(err)
 	}
-	recs, err := store.Instances(run.ID)
-	if err != nil {
-		return nil, fail(ExitInvalid, err)
-	}
-	for _, r := range recs {
-		if r.Address == addr {
-			out, err := store.Logs(run.ID, addr)
-			if err != nil {
-				return nil, fail(ExitInvalid, err)
-			}
-			return out, nil
-		}
-	}
-	return nil, failf(ExitInvalid, "run %d has no task instance %s", run.ID, addr)
+	return out, nil
 }

@@ -12,12 +12,11 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/state"
 )
 
 // summary prints the end of a run: on failure the first failing instance's error and
 // the tail of its output come first, then the counts, outputs and what to do next.
-func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner, took time.Duration, hint string) {
+func (c *CLI) summary(run *engine.RunRecord, res *engine.Result, runner engine.Progress, took time.Duration, hint string) {
 	w := c.stdout
 	fmt.Fprintln(w)
 	if res.FirstFailure != "" {
@@ -34,18 +33,18 @@ func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner,
 		}
 		fmt.Fprintln(w)
 	}
-	counts := map[state.Status]int{}
+	counts := map[engine.Status]int{}
 	for _, r := range res.Records {
 		counts[r.Status]++
 	}
-	parts := []string{fmt.Sprintf("%d succeeded", counts[state.Succeeded])}
+	parts := []string{fmt.Sprintf("%d succeeded", counts[engine.Succeeded])}
 	if res.UpToDate > 0 {
 		parts[0] += fmt.Sprintf(" (%d up to date)", res.UpToDate)
 	}
-	for _, s := range []state.Status{state.Failed, state.Skipped, state.Interrupted, state.Pending} {
+	for _, s := range []engine.Status{engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
 		if counts[s] > 0 {
 			name := string(s)
-			if s == state.Pending {
+			if s == engine.Pending {
 				name = "not started"
 			}
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], name))
@@ -54,9 +53,9 @@ func (c *CLI) summary(run *state.Run, res *engine.Result, runner *engine.Runner,
 	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
 	printSlowest(w, res.Records, slowestShown)
 	c.printOutputs(res.Outputs)
-	if run.Status == state.Pending {
+	if run.Status == engine.Pending {
 		fmt.Fprintf(w, "The instances --target left out have not run: the run is unfinished; %q runs them.\n", hint)
-	} else if res.Status != state.Succeeded {
+	} else if res.Status != engine.Succeeded {
 		fmt.Fprintf(w, "Continue with %q; see \"flow status\" and \"flow logs ADDRESS\".\n", hint)
 	}
 }
@@ -66,7 +65,7 @@ const slowestShown = 5
 
 // printSlowest names the n instances of this run that took longest, a second or more
 // each, so a long run says where its time went without reading the log.
-func printSlowest(w io.Writer, recs []*state.Instance, n int) {
+func printSlowest(w io.Writer, recs []*engine.InstanceRecord, n int) {
 	type took struct {
 		addr string
 		d    time.Duration

@@ -1,10 +1,6 @@
 package cli
 
-import (
-	"github.com/spf13/cobra"
-
-	"github.com/flowdev/flow/engine"
-)
+import "github.com/spf13/cobra"
 
 // selectFlags are --target and --replace, on run, resume and plan.
 type selectFlags struct {
@@ -22,19 +18,16 @@ func (s *selectFlags) add(cmd *cobra.Command) {
 // selective reports whether the flags act on what an earlier run left.
 func (s *selectFlags) selective() bool { return len(s.targets) > 0 || len(s.replace) > 0 }
 
-// selectFrom normalises the addresses and returns the part of p the targets select.
-func (s *selectFlags) selectFrom(p *engine.Plan) (*engine.Plan, error) {
-	for i, a := range s.replace {
-		s.replace[i] = normalizeAddress(a)
+// targetAddrs are the --target addresses, normalised.
+func (s *selectFlags) targetAddrs() []string { return normalizeAll(s.targets) }
+
+// replaceAddrs are the --replace addresses, normalised.
+func (s *selectFlags) replaceAddrs() []string { return normalizeAll(s.replace) }
+
+func normalizeAll(addrs []string) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = normalizeAddress(a)
 	}
-	if err := p.CheckAddresses("--replace", s.replace); err != nil {
-		return nil, err
-	}
-	if len(s.targets) == 0 {
-		return p, nil
-	}
-	for i, a := range s.targets {
-		s.targets[i] = normalizeAddress(a)
-	}
-	return p.Select(s.targets)
+	return out
 }

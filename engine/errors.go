@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/flowdev/flow/engine/config"
+)
+
+// FlowError is a flow that does not load: its diagnostics, and the flow (for its
+// sources) when its files parsed.
+type FlowError struct {
+	Flow  *config.Flow
+	Diags hcl.Diagnostics
+}
+
+func (e *FlowError) Error() string { return "the flow is invalid: " + e.Diags.Error() }
+
+// NoRunsError refuses a resume or a destroy of a state file that holds no run.
+type NoRunsError struct {
+	Path string
+	Op   string // "resume" or "destroy"
+}
+
+func (e *NoRunsError) Error() string {
+	return fmt.Sprintf("nothing to %s in %s: there are no runs", e.Op, e.Path)
+}
+
+// UnfinishedError refuses a new run, or a resume, while the latest run did not
+// finish: Latest is that run, with its effective status.
+type UnfinishedError struct {
+	Latest *RunRecord
+	Status Status
+}
+
+func (e *UnfinishedError) Error() string {
+	return fmt.Sprintf("the latest run (%d) did not finish: it is %s", e.Latest.ID, e.Status)
+}
+
+// NothingToDoError says a resume or a destroy has nothing to do: the latest run
+// succeeded (Latest), destroyed an earlier run, or was destroyed. It is no failure.
+type NothingToDoError struct {
+	Latest *RunRecord
+	Op     string // "resume" or "destroy"
+}
+
+func (e *NothingToDoError) Error() string {
+	return fmt.Sprintf("nothing to %s: the latest run (%d) is %s", e.Op, e.Latest.ID, e.Latest.Status)
+}
+
+// BusyError is a state file a running flow holds, which only reads were asked of.
+type BusyError struct{ Path string }
+
+func (e *BusyError) Error() string { return e.Path + " is in use by a running flow" }
+
+// NoStateError is a state file that does not exist: nothing has run here yet.
+type NoStateError struct{ Path string }
+
+func (e *NoStateError) Error() string {
+	return fmt.Sprintf("no state file at %s: nothing has run here yet", e.Path)
+}

@@ -1,0 +1,35 @@
+package engine
+
+import "github.com/flowdev/flow/engine/state"
+
+// The records a session reads and writes, as the state file keeps them. They are
+// engine's vocabulary too: callers name them here, not in engine/state.
+type (
+	// RunRecord is one run of a flow, or of flow destroy.
+	RunRecord = state.Run
+	// InstanceRecord is one task instance of a run.
+	InstanceRecord = state.Instance
+	// Status is a run's or an instance's status.
+	Status = state.Status
+	// StoredValue is a value as the state file keeps it (cty's JSON encoding).
+	StoredValue = state.Value
+)
+
+// The statuses of runs and instances.
+const (
+	Pending     = state.Pending
+	Running     = state.Running
+	Succeeded   = state.Succeeded
+	Failed      = state.Failed
+	Skipped     = state.Skipped
+	Interrupted = state.Interrupted
+)
+
+// effectiveStatus reports a run left running by a process that is gone as
+// interrupted. Only call it while holding the state file, or the process may be alive.
+func effectiveStatus(r *state.Run) state.Status {
+	if r.Status == state.Running {
+		return state.Interrupted
+	}
+	return r.Status
+}

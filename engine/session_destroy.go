@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// Destroy undoes what the latest run created (see Runner.Run), or continues the
+// destroy that did not finish. The flow is read again from the path the run recorded,
+// with its recorded variables under req's. It refuses with a *NoRunsError, and says
+// with a *NothingToDoError that the latest run was a destroy that succeeded. Like Run,
+// the error is non-nil when nothing was walked.
+func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
+	h, _, err := s.hold(&req, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	latest := h.latest
+	if latest == nil {
+		return nil, &NoRunsError{Path: h.store.Path(), Op: "destroy"}
+	}
+	target, run := latest, (*state.Run)(nil)
+	if latest.Destroys != 0 {
+		if latest.Status == state.Succeeded {
+			return nil, &NothingToDoError{Latest: latest, Op: "destroy"}
+		}
+		if target, err = h.store.GetRun(latest.Destroys); err != nil {
+			return nil, err
+		}
+		run = latest
+	}
+	created, base, err := runInputs(h.store, target)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.load(&req, target.Flow, base, false)
+	if err != nil {
+		return nil, err
+	}
+	start := Start{Kind: NewDestroy, From: target.ID, FlowChanged: l.Flow.Hash != target.FlowHash}
+	var done map[string]*state.Instance
+	if run == nil {
+		run, err = startDestroy(h.store, target, l)
+	} else {
+		start.Kind = ResumedDestroy
+		if done, _, err = runInputs(h.store, run); err == nil {
+			_, err = resumeRun(h.store, run, l)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	start.Run = run
+	d := NewDestruction(l.Plan, created, DestroyOptions{RunID: run.ID, Store: h.store, Done: done,
+		Out: req.Out, Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Parallelism: req.Parallelism})
+	start.Instances = len(d.Snapshot())
+	if req.Observer != nil {
+		req.Observer.Started(start, d)
+	}
+	res, runErr := d.Run(ctx)
+	if err := finishDestroy(h.store, run, res, runErr); err != nil && runErr == nil {
+		runErr = err
+	}
+	return &Outcome{Run: run, Result: res, Loaded: l, Walker: d, Err: runErr}, nil
+}

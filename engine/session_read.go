@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// Preview is what a run of a flow would do, as `flow plan` shows it.
+type Preview struct {
+	// From is the run whose records the preview starts from: an unfinished run of the
+	// same flow, or with targets or replacements its latest run; nil for a new run.
+	From      *RunRecord
+	Plan      *Plan // the part of the flow the targets select
+	Decisions []Decision
+}
+
+// Preview says what a run of req.Flow would do with each instance: resuming the
+// latest run of that flow when it did not finish (or, with targets or replacements,
+// starting from its records), else a new run. It never creates the state file, and
+// refuses with a *BusyError while a running flow holds it.
+func (s *Session) Preview(req Request) (*Preview, error) {
+	from, previous, base, err := s.previousFor(&req)
+	if err != nil {
+		return nil, err
+	}
+	_, plan, err := s.loadSelected(&req, req.Flow, base)
+	if err != nil {
+		return nil, err
+	}
+	return &Preview{From: from, Plan: plan, Decisions: plan.Preview(previous, req.Replace)}, nil
+}
+
+// previousFor returns the latest run of req.Flow with its records and variables if
+// it is unfinished or, with targets or replacements, whatever its status.
+func (s *Session) previousFor(req *Request) (*state.Run, map[string]*state.Instance, map[string]cty.Value, error) {
+	store, err := s.openRead()
+	if errors.As(err, new(*NoStateError)) {
+		return nil, nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer store.Close()
+	run, err := store.LatestRun()
+	if err != nil || run == nil || run.Destroys != 0 || (run.Status == state.Succeeded && !req.selective()) || run.Flow != absPath(req.Flow) {
+		return nil, nil, nil, err
+	}
+	previous, base, err := runInputs(store, run)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return run, previous, base, nil
+}
+
+// openRead opens the state file for reading: a *BusyError while a run holds it, a
+// *NoStateError when it does not exist.
+func (s *Session) openRead() (*state.Store, error) {
+	store, err := state.Open(s.path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	var locked *state.LockedError
+	switch {
+	case errors.As(err, &locked):
+		return nil, &BusyError{Path: s.path}
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return nil, &NoStateError{Path: s.path}
+	}
+	return store, err
+}
+
+// Runs returns every run recorded, oldest first; a run whose process is gone without
+// finishing shows as interrupted.
+func (s *Session) Runs() ([]*RunRecord, error) {
+	store, err := s.openRead()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	runs, err := store.Runs()
+	for _, r := range runs {
+		r.Status = effectiveStatus(r)
+	}
+	return runs, err
+}
+
+// Status returns run runID (the latest with 0) and its instance records. A run whose
+// process is gone without finishing shows as interrupted, and so do the instances it
+// left running. A state file with no run yet is a *NoRunsError.
+func (s *Session) Status(runID uint64) (*RunRecord, []InstanceRecord, error) {
+	store, err := s.openRead()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer store.Close()
+	run, err := pickRun(store, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := store.Instances(run.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	flat := make([]state.Instance, len(recs))
+	for i, r := range recs {
+		flat[i] = *r
+		if run.Status == state.Running && r.Status == state.Running {
+			flat[i].Status = state.Interrupted // its process is gone: we could open the file
+		}
+	}
+	run.Status = effectiveStatus(run)
+	return run, flat, nil
+}
+
+// Log returns what addr wrote in run runID (the latest with 0).
+func (s *Session) Log(runID uint64, addr string) ([]byte, error) {
+	store, err := s.openRead()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	run, err := pickRun(store, runID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := store.Instances(run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.Address == addr {
+			return store.Logs(run.ID, addr)
+		}
+	}
+	return nil, fmt.Errorf("run %d has no task instance %s", run.ID, addr)
+}
+
+func pickRun(store *state.Store, id uint64) (*state.Run, error) {
+	if id != 0 {
+		return store.GetRun(id)
+	}
+	r, err := store.LatestRun()
+	if err == nil && r == nil {
+		err = &NoRunsError{Path: store.Path()}
+	}
+	return r, err
+}

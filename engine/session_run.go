@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// Run starts a new run of req.Flow. It refuses, with an *UnfinishedError, while the
+// latest run did not finish (unless req.New; never while a destroy did not finish).
+// With targets or replacements it starts from the records of the latest run of the
+// same flow, so what succeeded there stands. The error is non-nil when nothing ran:
+// the flow does not load, the request was refused, or the state file could not be
+// opened or written; how the walk ended is in the Outcome.
+func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
+	var l *Loaded
+	var plan *Plan
+	first := func() (*state.Run, error) {
+		var err error
+		if l, plan, err = s.loadSelected(&req, req.Flow, nil); err != nil {
+			return nil, err
+		}
+		return newRunRecord(l)
+	}
+	h, created, err := s.hold(&req, first)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	if created != nil {
+		return s.walkRun(ctx, &req, h, Start{Kind: NewRun, Run: created}, l, plan, nil)
+	}
+	latest := h.latest
+	if latest != nil && latest.Status != state.Succeeded && (latest.Destroys != 0 || !req.New) {
+		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+	}
+	if l == nil {
+		if l, plan, err = s.loadSelected(&req, req.Flow, nil); err != nil {
+			return nil, err
+		}
+	}
+	start := Start{Kind: NewRun}
+	var from *state.Run
+	if req.selective() && latest != nil && latest.Destroys == 0 && latest.Flow == absPath(req.Flow) {
+		start.Kind, start.From, from = FromCheckpoints, latest.ID, latest
+	}
+	run, previous, err := startRun(h.store, l, from)
+	if err != nil {
+		return nil, err
+	}
+	start.Run = run
+	return s.walkRun(ctx, &req, h, start, l, plan, previous)
+}
+
+// Resume continues the latest run: the flow is read again from the path it recorded,
+// with its recorded variables under req's, and what succeeded with the same inputs
+// stands. It refuses with a *NoRunsError or an *UnfinishedError (a destroy that did
+// not finish), and says with a *NothingToDoError that the latest run succeeded (and
+// req selects nothing) or was a destroy.
+func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
+	h, _, err := s.hold(&req, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	latest := h.latest
+	switch {
+	case latest == nil:
+		return nil, &NoRunsError{Path: h.store.Path(), Op: "resume"}
+	case latest.Destroys != 0 && latest.Status != state.Succeeded:
+		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+	case latest.Destroys != 0 || latest.Status == state.Succeeded && !req.selective():
+		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
+	}
+	previous, base, err := runInputs(h.store, latest)
+	if err != nil {
+		return nil, err
+	}
+	l, plan, err := s.loadSelected(&req, latest.Flow, base)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := resumeRun(h.store, latest, l)
+	if err != nil {
+		return nil, err
+	}
+	start := Start{Kind: ResumedRun, Run: latest, FlowChanged: changed}
+	return s.walkRun(ctx, &req, h, start, l, plan, previous)
+}
+
+// loadSelected loads the flow at path and selects what req's targets name.
+func (s *Session) loadSelected(req *Request, path string, base map[string]cty.Value) (*Loaded, *Plan, error) {
+	l, err := s.load(req, path, base, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := selected(l, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, plan, nil
+}
+
+// walkRun executes plan (all of l's plan, or the part req's targets select) as start's
+// run, and records how it ended: a run of the whole flow with its last checkpoint, a
+// targeted one afterwards, since it may leave the run unfinished.
+func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Start, l *Loaded, plan *Plan, previous map[string]*state.Instance) (*Outcome, error) {
+	run := start.Run
+	var finish func(*Result) *state.Run
+	whole := len(plan.Order) == len(l.Plan.Order)
+	if whole {
+		finish = func(res *Result) *state.Run { return recordResult(run, res) }
+	}
+	runner := NewRunner(plan, Options{
+		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
+		Store: h.store, Previous: previous, Replace: req.Replace, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
+		Live: req.Live, Finish: finish,
+	})
+	start.Instances = len(plan.Order)
+	if req.Observer != nil {
+		req.Observer.Started(start, runner)
+	}
+	res, runErr := runner.Run(ctx)
+	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
+		if err := finishRun(h.store, run, res, runErr, l.Plan); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return &Outcome{Run: run, Result: res, Loaded: l, Walker: runner, Err: runErr}, nil
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
