@@ -58,7 +58,8 @@ func Sum(ctx context.Context, paths ...string) (string, error) {
 	return sum, nil
 }
 
-// keyOf is the entry name for paths as they are now, or "" when a file's times cannot be had.
+// keyOf is the entry name for paths as they are now, or "" when a file cannot be
+// looked at (then Sum reads, and fails as reading does).
 func keyOf(paths []string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintln(h, format)
@@ -69,7 +70,7 @@ func keyOf(paths []string) (string, error) {
 		}
 		info, err := os.Stat(abs)
 		if err != nil {
-			return "", err
+			return "", nil // reading it says what is wrong, as a read without the cache would
 		}
 		st, ok := info.Sys().(*syscall.Stat_t)
 		if !ok {
