@@ -24,7 +24,8 @@ const (
 	outcomeSucceeded outcome = iota
 	outcomeFailed
 	outcomeInterrupted
-	outcomeUpToDate
+	outcomeUpToDate // a run: its success stands; a destroy: already undone
+	outcomeKept     // a destroy leaves it as it is
 )
 
 // attemptResult is what a worker reports after one attempt of one instance.
@@ -36,6 +37,7 @@ type attemptResult struct {
 	retryable       bool
 	retry           config.RetryPolicy
 	reason          string
+	blocks          bool      // outcomeKept: what the instance depends on stays too
 	value           cty.Value // what dependents read
 	stored          map[string]state.Value
 	redacted        bool
@@ -88,13 +90,7 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 
 func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult) {
 	capt := c.captures[inst.Addr]
-	prefix := "[" + inst.Addr + "] "
-	cons := c.console
-	if c.opts.Live {
-		cons = nil
-	}
-	stdout := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
-	stderr := &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
+	stdout, stderr := c.streams(inst)
 	if res.attempt > 1 {
 		capt.append([]byte(fmt.Sprintf("--- attempt %d ---\n", res.attempt)))
 		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.retry.Attempts)
@@ -124,6 +120,19 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 			res.kind, res.err = outcomeFailed, err
 		}
 	}
+}
+
+// streams are where inst's task writes: captured for its log, and on the console
+// prefixed with its address unless a live view shows it.
+func (c *coordinator) streams(inst *Instance) (stdout, stderr *lineWriter) {
+	capt := c.captures[inst.Addr]
+	prefix := "[" + inst.Addr + "] "
+	cons := c.console
+	if c.opts.Live {
+		cons = nil
+	}
+	return &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact},
+		&lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
 }
 
 // publish converts outputs to their declared types, builds the value dependents see

@@ -18,14 +18,15 @@ import (
 type queued struct {
 	inst    *Instance
 	attempt int
+	rank    int // Runner.rank
 }
 
-// readyQueue starts instances in plan order, whatever order they became ready in, so
-// `flow plan` shows the order a run starts them in.
+// readyQueue starts instances by rank, whatever order they became ready in: a run in
+// plan order, so `flow plan` shows the order a run starts them in.
 type readyQueue []queued
 
 func (q readyQueue) Len() int           { return len(q) }
-func (q readyQueue) Less(i, j int) bool { return q[i].inst.order < q[j].inst.order }
+func (q readyQueue) Less(i, j int) bool { return q[i].rank < q[j].rank }
 func (q readyQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
 func (q *readyQueue) Push(x any)        { *q = append(*q, x.(queued)) }
 func (q *readyQueue) Pop() any {
@@ -38,24 +39,28 @@ func (q *readyQueue) Pop() any {
 // retryDue puts an instance back in the ready queue after its backoff.
 type retryDue queued
 
-// coordinator is the state of one Run, owned by the Run goroutine alone. Workers only
-// run one attempt and report back; they never wait on dependencies or hold a slot
-// while waiting, so a slot is busy exactly while a task's Run is.
+// coordinator is the state of one Run, owned by the Run goroutine alone: the one
+// walker, of a plan's graph for a run and of its reverse for a destroy (undo.go).
+// Workers only run one attempt and report back; they never wait on dependencies or
+// hold a slot while waiting, so a slot is busy exactly while a task's Run (or
+// Destroy) is.
 type coordinator struct {
 	*Runner
 	tasksCtx context.Context
 	events   chan any
 	commit   *committer
 
-	waiting  map[string]int       // unfinished dependencies per instance
-	values   map[string]cty.Value // finished instances, as dependents see them
-	final    map[string]bool      // succeeded, failed, skipped or interrupted
-	started  map[string]time.Time // running instances
+	waiting  map[string]int           // unfinished dependencies per instance
+	values   map[string]cty.Value     // finished instances, as dependents see them
+	final    map[string]bool          // succeeded, failed, skipped or interrupted
+	started  map[string]time.Time     // running instances
 	reportAt map[string]time.Duration // running instances: elapsed time of the next "still running" line
 	// runningOf and held enforce max_parallel: instances of a task at its bound wait in
 	// held, in plan order, outside the ready queue, holding no slot.
 	runningOf map[*config.Task]int
 	held      map[*config.Task]*readyQueue
+	// blocked, in a destroy, marks the instances not destroyed: what they depend on stays.
+	blocked  map[string]bool
 	backoff  map[string]*time.Timer
 	ready    readyQueue
 	running  int
@@ -68,10 +73,16 @@ type coordinator struct {
 	upToDate     int
 }
 
-// Run executes the plan: ready instances start in plan order up to the parallelism
+// Run walks the plan. A run: ready instances start in plan order up to the parallelism
 // bound, each success is durable before its dependents start, a failure skips its
-// dependents, and cancelling ctx interrupts running tasks. The error is non-nil only
-// when checkpoints could not be written; task failures are in the Result.
+// dependents, and cancelling ctx interrupts running tasks. A destroy (Options.Undo):
+// each instance the undone run started is undone once everything that depends on it
+// has had its turn (independent ones at once, up to the bound, latest in plan order
+// first); an instance that could not be destroyed keeps what it depends on, and
+// cancelling ctx interrupts running undos and keeps everything not yet undone. Each
+// result is checkpointed, so an interrupted walk continues where it stopped. The error
+// is non-nil only when checkpoints could not be written (then nothing new starts);
+// task failures are in the Result.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	tasksCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
@@ -80,14 +91,16 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		events: make(chan any, 2*r.opts.Parallelism+16), waiting: make(map[string]int, n),
 		values: map[string]cty.Value{}, final: make(map[string]bool, n), started: map[string]time.Time{},
 		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
-		backoff: map[string]*time.Timer{}}
+		backoff: map[string]*time.Timer{}, blocked: map[string]bool{}}
+	if r.opts.Undo != nil {
+		c.values = r.plan.recordedValues(r.opts.Undo)
+	}
 	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
 	c.recordPending()
-	for _, addr := range r.plan.Order {
-		inst := r.plan.Instances[addr]
-		c.waiting[addr] = len(inst.Deps)
-		if len(inst.Deps) == 0 {
-			heap.Push(&c.ready, queued{inst, 1})
+	for _, addr := range r.order {
+		c.waiting[addr] = r.waitsFor(addr)
+		if c.waiting[addr] == 0 {
+			c.push(r.plan.Instances[addr], 1)
 		}
 	}
 	ticker := time.NewTicker(r.opts.ProgressEvery)
@@ -107,7 +120,8 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		select {
 		case <-done:
 			done = nil
-			c.interrupted, c.stopping = true, true
+			// A destroy goes on to its end: what is left is settled as interrupted or kept.
+			c.interrupted, c.stopping = true, r.opts.Undo == nil
 			cancelTasks() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
 			c.abandonBackoffs(state.Interrupted)
 		case ev := <-c.events:
@@ -125,7 +139,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 // recordPending records the instances new to this run as pending (with the next
 // commit), so `flow status` lists the whole plan from the start.
 func (c *coordinator) recordPending() {
-	for _, addr := range c.plan.Order {
+	for _, addr := range c.order {
 		if _, resumed := c.opts.Previous[addr]; !resumed {
 			c.commit.submit(c.records[addr], nil, false)
 		}
@@ -154,12 +168,28 @@ func (c *coordinator) unbound(t *config.Task) {
 	}
 }
 
+// push makes inst ready for its attempt.
+func (c *coordinator) push(inst *Instance, attempt int) {
+	heap.Push(&c.ready, queued{inst, attempt, c.rank(inst)})
+}
+
+// start runs an attempt of inst on a worker, unless a destroy settles it at once.
 func (c *coordinator) start(inst *Instance, attempt int) {
+	if c.opts.Undo != nil {
+		if res := c.settle(inst); res != nil {
+			c.finishUndo(res)
+			return
+		}
+	}
 	c.running++
 	c.runningOf[inst.Task]++
 	c.started[inst.Addr] = time.Now()
 	c.reportAt[inst.Addr] = c.opts.ProgressEvery
 	ectx, diags := c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+	if c.opts.Undo != nil {
+		go func() { c.events <- c.undo(c.tasksCtx, inst, ectx, diags) }()
+		return
+	}
 	go func() { c.events <- c.attempt(c.tasksCtx, inst, attempt, ectx, diags) }()
 }
 
@@ -184,16 +214,16 @@ func (c *coordinator) handle(ev any) {
 	case retryDue:
 		if _, ok := c.backoff[ev.inst.Addr]; ok { // gone if abandoned meanwhile
 			delete(c.backoff, ev.inst.Addr)
-			heap.Push(&c.ready, queued(ev))
+			c.push(ev.inst, ev.attempt)
 		}
 	}
 }
 
-// release lets addr's dependents start once all their dependencies are durable.
+// release lets what waits for addr in the walk start once all it waits for is durable.
 func (c *coordinator) release(addr string) {
-	for _, dep := range c.plan.Dependents(addr) {
+	for _, dep := range c.next(addr) {
 		if c.waiting[dep]--; c.waiting[dep] == 0 && !c.final[dep] {
-			heap.Push(&c.ready, queued{c.plan.Instances[dep], 1})
+			c.push(c.plan.Instances[dep], 1)
 		}
 	}
 }
@@ -208,6 +238,10 @@ func (c *coordinator) keepValue(addr string, v cty.Value) {
 }
 
 func (c *coordinator) finishAttempt(res *attemptResult) {
+	if c.opts.Undo != nil {
+		c.finishUndo(res)
+		return
+	}
 	addr := res.inst.Addr
 	elapsed := round(res.finished.Sub(res.began))
 	switch res.kind {
@@ -394,20 +428,29 @@ func (c *coordinator) finish() (*Result, error) {
 	return res, errors.Join(err)
 }
 
-// result is the run's outcome from the records as they stand; finish commits them.
+// result is the walk's outcome from the records as they stand; finish commits them.
+// A run failed unless every instance succeeded; a destroy failed if an undo failed,
+// and leaving an instance as it is fails nothing.
 func (c *coordinator) result() *Result {
 	res := &Result{Status: state.Succeeded, FirstFailure: c.firstFailure, UpToDate: c.upToDate}
+	undo := c.opts.Undo != nil
 	for _, rec := range c.Snapshot() {
 		cp := rec
 		res.Records = append(res.Records, &cp)
-		if rec.Status != state.Succeeded && res.Status == state.Succeeded {
+		failed := rec.Status != state.Succeeded && (!undo || rec.Status == state.Failed)
+		if failed && res.Status != state.Failed {
 			res.Status = state.Failed
 		}
+		if undo && rec.Status == state.Interrupted && res.Status == state.Succeeded {
+			res.Status = state.Interrupted
+		}
 	}
-	if c.interrupted {
+	if c.interrupted && !undo {
 		res.Status = state.Interrupted
 	}
-	res.Outputs = c.plan.evalOutputs(c.values)
+	if !undo {
+		res.Outputs = c.plan.evalOutputs(c.values)
+	}
 	return res
 }
 

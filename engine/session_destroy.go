@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/flowdev/flow/engine/state"
 )
@@ -53,15 +54,20 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, err
 	}
 	start.Run = run
-	d := NewDestruction(l.Plan, created, DestroyOptions{RunID: run.ID, Store: h.store, Done: done,
-		Out: req.Out, Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Parallelism: req.Parallelism})
-	start.Instances = len(d.Snapshot())
+	finish := func(res *Result) *state.Run {
+		run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
+		return run
+	}
+	d := NewRunner(l.Plan, Options{Undo: created, Previous: done, RunID: run.ID, Store: h.store,
+		Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
+		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish})
+	start.Instances = len(d.order)
 	if req.Observer != nil {
 		req.Observer.Started(start, d)
 	}
 	res, runErr := d.Run(ctx)
-	if err := finishDestroy(h.store, run, res, runErr); err != nil && runErr == nil {
-		runErr = err
+	if runErr != nil { // the last checkpoint, and the record with it, failed: try once more
+		_ = finishDestroy(h.store, run, res, runErr) // runErr already says the state could not be written
 	}
 	return &Outcome{Run: run, Result: res, Loaded: l, Walker: d, Err: runErr}, nil
 }

@@ -26,7 +26,7 @@ or document one type: attributes, outputs, how it is undone, and an example.`,
 				fmt.Fprintln(tw, "TYPE\tFLOW DESTROY\tSUMMARY")
 				for _, name := range c.reg.Names() {
 					t, _ := c.reg.Lookup(name)
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", name, undoColumn(t), t.Summary)
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", name, t.UndoColumn(), t.Summary)
 				}
 				return tw.Flush()
 			}
@@ -72,20 +72,6 @@ func (c *CLI) describeType(t *tasks.Type) error {
 		fmt.Fprintf(w, "\nExample:\n\n%s\n", indent(strings.TrimSpace(t.Example), "  "))
 	}
 	return nil
-}
-
-// undoColumn says in a word what flow destroy does with a type's instances.
-func undoColumn(t *tasks.Type) string {
-	_, destroyer := t.New().(tasks.Destroyer)
-	switch {
-	case destroyer && t.UndoAttr != "":
-		return "with " + t.UndoAttr
-	case destroyer:
-		return "undoes"
-	case t.Undo == tasks.UndoNothing:
-		return "nothing to undo"
-	}
-	return "not undone"
 }
 
 func indent(s, prefix string) string {

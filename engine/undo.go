@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// A destroy is a walk of the reverse graph by the same coordinator as a run (see
+// Runner.Run): what this file holds is the operation, what a destroy does with each
+// instance. An instance is left alone when its type cannot be undone (or, with
+// Type.UndoAttr, the instance does not set that attribute), is retained, or when
+// something that depends on it could not be destroyed; otherwise it is decoded from
+// its inputs as the undone run evaluated them (the plan's variables and its
+// dependencies' recorded outputs) and its type's Destroy is called.
+
+// undone lists, in plan order, the instances the run whose records are created started.
+func undone(p *Plan, created map[string]*state.Instance) []string {
+	var order []string
+	for _, addr := range p.Order {
+		if ran(created[addr]) {
+			order = append(order, addr)
+		}
+	}
+	return order
+}
+
+// ran reports whether an instance record shows that its task ran at some point of the
+// run: an instance skipped or pending after a resume may have run in an earlier attempt.
+func ran(r *state.Instance) bool {
+	return r != nil && (r.Attempts > 0 || r.Status == state.Succeeded)
+}
+
+// reverseEdges returns, for each instance of order, how many instances of order depend
+// on it (waits), and for each, the instances of order that it depends on (frees).
+// Instances outside order (they never ran) are looked through, so an instance still
+// waits for a dependent reached only through them.
+func reverseEdges(p *Plan, order []string) (waits map[string]int, frees map[string][]string) {
+	walked := make(map[string]bool, len(order))
+	for _, addr := range order {
+		walked[addr] = true
+	}
+	waits, frees = make(map[string]int, len(order)), map[string][]string{}
+	for _, addr := range order {
+		waits[addr] += 0
+		seen := map[string]bool{}
+		var visit func(string)
+		visit = func(a string) {
+			for _, dep := range p.Dependents(a) {
+				if seen[dep] {
+					continue
+				}
+				seen[dep] = true
+				if !walked[dep] {
+					visit(dep)
+					continue
+				}
+				waits[addr]++
+				frees[dep] = append(frees[dep], addr)
+			}
+		}
+		visit(addr)
+	}
+	return waits, frees
+}
+
+// recordedValues rebuilds, in plan order, what each instance's dependents read: its
+// inputs as evaluated now from the recorded values, and its recorded outputs. An
+// instance whose outputs were not stored reads as unknown, so whatever depends on it
+// cannot be decoded and is reported so.
+func (p *Plan) recordedValues(created map[string]*state.Instance) map[string]cty.Value {
+	values := map[string]cty.Value{}
+	for _, addr := range p.Order {
+		inst := p.Instances[addr]
+		rec := created[addr]
+		if rec == nil || rec.Status != state.Succeeded || rec.Redacted {
+			values[addr] = cty.UnknownVal(objectType(inst.Task))
+			continue
+		}
+		ectx, _ := p.evalContext(inst, func(a string) cty.Value { return values[a] })
+		ev, _ := p.evaluate(inst, ectx, false)
+		values[addr] = instanceValue(inst.Task, ev.inputs, decodeOutputs(rec))
+	}
+	return values
+}
+
+// settle decides, without a worker, what a destroy does with inst when it need not or
+// cannot undo it; nil when inst is to be undone.
+func (c *coordinator) settle(inst *Instance) *attemptResult {
+	addr := inst.Addr
+	now := time.Now()
+	res := &attemptResult{inst: inst, attempt: 1, began: now, finished: now, kind: outcomeKept}
+	kind := inst.Task.Kind
+	c.mu.Lock()
+	done := c.records[addr].Status == state.Succeeded
+	c.mu.Unlock()
+	switch {
+	case done:
+		res.kind, res.reason = outcomeUpToDate, "already destroyed"
+		return res
+	case c.blocker(addr) != "":
+		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", c.blocker(addr)), true
+	case inst.Task.RetainOnDestroy:
+		// As Terraform's removed block with destroy = false: its dependencies may go.
+		res.reason = "retained (retain_on_destroy)"
+	case !kind.Destroys():
+		res.reason = fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", kind.UndoGist(), inst.Task.Type)
+	case kind.UndoAttr != "" && !setsAttr(inst, kind.UndoAttr):
+		res.reason = fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type)
+	case c.interrupted:
+		res.kind, res.err = outcomeInterrupted, context.Canceled
+	default:
+		return nil
+	}
+	return res
+}
+
+func setsAttr(inst *Instance, name string) bool {
+	_, set := inst.Task.Attributes[name]
+	return set
+}
+
+// blocker is a dependent of addr that was not destroyed, or "".
+func (c *coordinator) blocker(addr string) string {
+	for _, dep := range c.plan.Dependents(addr) {
+		if c.blocked[dep] {
+			return dep
+		}
+	}
+	return ""
+}
+
+// undo decodes inst and calls its Destroy; a panic becomes its error.
+func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
+	res = &attemptResult{inst: inst, attempt: 1, began: time.Now()}
+	rec := c.update(inst.Addr, func(rec *state.Instance) {
+		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
+		rec.Attempts++
+	})
+	c.commit.submit(rec, nil, false)
+	stdout, stderr := c.streams(inst)
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("task panicked: %v", p)
+				c.opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
+			}
+		}()
+		if ediags.HasErrors() {
+			return errors.New(diagText(ediags))
+		}
+		created := c.opts.Undo[inst.Addr]
+		ev, whole, err := c.plan.evaluateForDestroy(inst, ectx)
+		if err != nil {
+			return err
+		}
+		if fp, hashes := fingerprint(inst.Task, ev.inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
+			c.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
+		}
+		c.say("%s: destroying", inst.Addr)
+		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
+			Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry}
+		var recorded tasks.Outputs
+		if created.Status == state.Succeeded && len(created.Outputs) > 0 {
+			recorded = decodeOutputs(created)
+		}
+		return ev.task.(tasks.Destroyer).Destroy(ctx, env, recorded)
+	}()
+	stdout.flush()
+	stderr.flush()
+	res.finished = time.Now()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		res.kind, res.err = outcomeInterrupted, ctx.Err()
+	case err != nil:
+		res.kind, res.err = outcomeFailed, err
+	default:
+		res.kind = outcomeSucceeded
+	}
+	return res
+}
+
+// finishUndo records how a destroy ended with one instance. Whatever the outcome, what
+// the instance depends on gets its turn once the record is durable; a failure or an
+// interruption keeps it.
+func (c *coordinator) finishUndo(res *attemptResult) {
+	addr := res.inst.Addr
+	elapsed := round(res.finished.Sub(res.began))
+	c.final[addr] = true
+	if res.kind == outcomeUpToDate {
+		c.say("%s: already destroyed", addr)
+		c.release(addr)
+		return
+	}
+	var line string
+	rec := c.update(addr, func(rec *state.Instance) {
+		switch res.kind {
+		case outcomeKept:
+			rec.Status, rec.Reason = state.Skipped, res.reason
+			line = fmt.Sprintf("%s: %s", addr, res.reason)
+		case outcomeSucceeded:
+			rec.Status, rec.FinishedAt = state.Succeeded, timePtr(res.finished)
+			line = fmt.Sprintf("%s: destroyed in %s", addr, elapsed)
+		case outcomeInterrupted:
+			rec.Status, rec.Error = state.Interrupted, "interrupted"
+			if rec.StartedAt != nil {
+				rec.FinishedAt = timePtr(res.finished)
+				line = fmt.Sprintf("%s: interrupted after %s", addr, elapsed)
+			}
+		case outcomeFailed:
+			rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), c.plan.Scope.Redact(res.err.Error())
+			line = fmt.Sprintf("%s: destroy failed in %s: %s", addr, elapsed, rec.Error)
+		}
+	})
+	if res.kind == outcomeFailed && c.firstFailure == "" {
+		c.firstFailure = addr
+	}
+	c.blocked[addr] = res.blocks || res.kind == outcomeFailed || res.kind == outcomeInterrupted
+	if line != "" {
+		c.say("%s", line)
+	}
+	var log []byte
+	if rec.StartedAt != nil {
+		log = c.captures[addr].bytes()
+	}
+	c.submitReleasing(rec, log)
+}
+
+// submitReleasing commits rec and releases what waits for it once it is durable.
+func (c *coordinator) submitReleasing(rec *state.Instance, log []byte) {
+	wait := len(c.next(rec.Address)) > 0
+	if wait {
+		c.inflight++
+	}
+	c.commit.submit(rec, log, wait)
+}
+
+func decodeOutputs(rec *state.Instance) tasks.Outputs {
+	outs := tasks.Outputs{}
+	for name, sv := range rec.Outputs {
+		if v, err := sv.Decode(); err == nil {
+			outs[name] = v
+		}
+	}
+	return outs
+}
+
+// evaluateForDestroy evaluates inst's inputs and decodes its task for Destroy, and
+// reports whether every input was known. A type with DestroyReads needs only those
+// attributes known: the rest (a secret, never stored, reads as unknown) are decoded as
+// zero values and the task is not validated, since Destroy does not read them. Any
+// other type needs every input, and a valid task, as Run does.
+func (p *Plan) evaluateForDestroy(inst *Instance, ectx *hcl.EvalContext) (*evaluated, bool, error) {
+	reads := inst.Task.Kind.DestroyReads
+	ev, diags := p.evaluate(inst, ectx, len(reads) == 0)
+	if diags.HasErrors() {
+		return nil, false, errors.New(diagText(diags))
+	}
+	if len(reads) == 0 {
+		if ev.task == nil {
+			return nil, false, errNotStored
+		}
+		return ev, true, nil
+	}
+	whole := true
+	plain := make(map[string]cty.Value, len(ev.inputs))
+	for name, v := range ev.inputs {
+		v, _ = v.UnmarkDeep()
+		if !v.IsWhollyKnown() {
+			whole = false
+			if slices.Contains(reads, name) {
+				return nil, false, fmt.Errorf("%s: %w", name, errNotStored)
+			}
+			v = cty.NullVal(v.Type())
+		}
+		plain[name] = v
+	}
+	ev.task = inst.Task.Kind.New()
+	if err := tasks.Decode(ev.task, plain); err != nil {
+		return nil, false, err
+	}
+	return ev, whole, nil
+}
+
+var errNotStored = errors.New("its inputs read outputs that were not stored (they held a secret, or their task did not finish)")
