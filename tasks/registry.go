@@ -1,10 +1,10 @@
 package tasks
 
 import (
-	"strings"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -112,6 +112,17 @@ func (r *Registry) Check() error {
 	return errors.Join(errs...)
 }
 
+// Add registers the type each of types returns: every family's Register is one call
+// of it, over one function per type (execType, launchType, ...).
+func (r *Registry) Add(types ...func() Type) error {
+	for _, t := range types {
+		if err := r.Register(t()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // MustRegister is Register for start-up code, where a failure is a programming error.
 func (r *Registry) MustRegister(t Type) {
 	if err := r.Register(t); err != nil {
@@ -136,18 +147,41 @@ func (r *Registry) Names() []string {
 }
 
 // SharedSettings are the settings every task block accepts, as written in a flow; the
-// engine owns them. `flow tasks` and the generated pages list them from here.
+// engine owns them. The decoder's schema (SharedSchema), `flow tasks`, `flow validate`
+// and the generated pages all read them from here. A block is written NAME { ATTR, ... }.
 var SharedSettings = []string{
 	"depends_on", "for_each", "timeout", "retry { attempts, delay, max_delay }", "description",
 	"retain_on_destroy", "max_parallel",
 }
 
+// SharedSetting is one of SharedSettings: an attribute, or a block (Block lists the
+// block's attributes).
+type SharedSetting struct {
+	Name  string
+	Block []string
+}
+
+// SharedSchema is SharedSettings parsed, in their order.
+func SharedSchema() []SharedSetting {
+	out := make([]SharedSetting, 0, len(SharedSettings))
+	for _, s := range SharedSettings {
+		name, rest, isBlock := strings.Cut(s, " {")
+		set := SharedSetting{Name: strings.TrimSpace(name)}
+		if isBlock {
+			for _, a := range strings.Split(strings.TrimSuffix(strings.TrimSpace(rest), "}"), ",") {
+				set.Block = append(set.Block, strings.TrimSpace(a))
+			}
+		}
+		out = append(out, set)
+	}
+	return out
+}
+
 // metaAttributes are the names of SharedSettings.
 var metaAttributes = func() map[string]bool {
 	m := map[string]bool{}
-	for _, s := range SharedSettings {
-		name, _, _ := strings.Cut(s, " ")
-		m[name] = true
+	for _, s := range SharedSchema() {
+		m[s.Name] = true
 	}
 	return m
 }()

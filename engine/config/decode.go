@@ -67,17 +67,26 @@ func (f *Flow) decodeLocals(b *hcl.Block) hcl.Diagnostics {
 	return diags
 }
 
-var taskMetaSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{
-		{Name: "depends_on"}, {Name: "for_each"}, {Name: "timeout"}, {Name: "description"},
-		{Name: "retain_on_destroy"}, {Name: "max_parallel"},
-	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "retry"}},
-}
+// taskMetaSchema and retrySchema are the shared settings of every task block, as
+// tasks.SharedSettings lists them.
+var taskMetaSchema, retrySchema = sharedSchemas()
 
-var retrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-	{Name: "attempts"}, {Name: "delay"}, {Name: "max_delay"},
-}}
+func sharedSchemas() (meta, retry *hcl.BodySchema) {
+	meta, retry = &hcl.BodySchema{}, &hcl.BodySchema{}
+	for _, s := range tasks.SharedSchema() {
+		if s.Block == nil {
+			meta.Attributes = append(meta.Attributes, hcl.AttributeSchema{Name: s.Name})
+			continue
+		}
+		meta.Blocks = append(meta.Blocks, hcl.BlockHeaderSchema{Type: s.Name})
+		if s.Name == "retry" {
+			for _, a := range s.Block {
+				retry.Attributes = append(retry.Attributes, hcl.AttributeSchema{Name: a})
+			}
+		}
+	}
+	return meta, retry
+}
 
 func (f *Flow) decodeTask(b *hcl.Block, reg *tasks.Registry) hcl.Diagnostics {
 	typ, name := b.Labels[0], b.Labels[1]

@@ -31,8 +31,11 @@ type Exec struct {
 }
 
 // Register adds the exec task type to r.
-func Register(r *tasks.Registry) error {
-	return r.Register(tasks.Type{
+func Register(r *tasks.Registry) error { return r.Add(execType) }
+
+// execType is the exec task type.
+func execType() tasks.Type {
+	return tasks.Type{
 		Name:    "exec",
 		Summary: "Run a local command or shell script",
 		Doc: `Runs command (argv, without a shell) or script (with /bin/sh -c) in its own process group.
@@ -57,7 +60,7 @@ normally are not stopped.`,
   env           = { CGO_ENABLED = "0" }
   ok_exit_codes = [3]
 }`,
-	})
+	}
 }
 
 // Validate checks that exactly one of command and script is set, the command names a

@@ -2,10 +2,9 @@ package lxd
 
 import "github.com/flowdev/flow/tasks"
 
-// Register adds every LXD task type to r.
+// Register adds every LXD task type to r; each file defines its type's function.
 func Register(r *tasks.Registry) error {
-	for _, t := range []func() tasks.Type{
-		// each file adds its type here: profileType, launchType, ...
+	return r.Add(
 		profileType,
 		launchType,
 		deleteType,
@@ -14,10 +13,5 @@ func Register(r *tasks.Registry) error {
 		filePushType,
 		filePullType,
 		proxyDeviceType,
-	} {
-		if err := r.Register(t()); err != nil {
-			return err
-		}
-	}
-	return nil
+	)
 }

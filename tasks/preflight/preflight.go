@@ -61,7 +61,7 @@ ranges (Karmada's etcd fails on them).`,
 }
 
 // Register adds the preflight type to r.
-func Register(r *tasks.Registry) error { return r.Register(preflightType()) }
+func Register(r *tasks.Registry) error { return r.Add(preflightType) }
 
 // Validate checks ports and minimums offline.
 func (p *Preflight) Validate() error {

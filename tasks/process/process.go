@@ -32,15 +32,11 @@ type Process struct {
 }
 
 // Register adds the process and process_stop task types to r.
-func Register(r *tasks.Registry) error {
-	if err := registerProcess(r); err != nil {
-		return err
-	}
-	return registerStop(r)
-}
+func Register(r *tasks.Registry) error { return r.Add(processType, stopType) }
 
-func registerProcess(r *tasks.Registry) error {
-	return r.Register(tasks.Type{
+// processType is the process task type.
+func processType() tasks.Type {
+	return tasks.Type{
 		Name:    "process",
 		Summary: "Start a long-running local process that outlives the run",
 		Doc: `Starts command detached from flow: in a session of its own, with stdin from /dev/null
@@ -72,7 +68,7 @@ alone does not replace a running process.`,
   insecure      = true
   ready_timeout = "2m"
 }`,
-	})
+	}
 }
 
 // Validate checks the command, env names, file paths, the readiness check and the

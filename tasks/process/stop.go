@@ -21,8 +21,9 @@ type ProcessStop struct {
 	StopTimeout tasks.Duration `hcl:"stop_timeout,optional" doc:"How long the process has to exit after the signal before it gets SIGKILL; default \"30s\"."`
 }
 
-func registerStop(r *tasks.Registry) error {
-	return r.Register(tasks.Type{
+// stopType is the process_stop task type.
+func stopType() tasks.Type {
+	return tasks.Type{
 		Name:    "process_stop",
 		Summary: "Stop a process started by the process task",
 		Doc: `Reads pid_file, sends signal to the process it names (to its whole process group,
@@ -43,7 +44,7 @@ wrapper that exec'd its program is still stopped.`,
   signal       = "TERM"
   stop_timeout = "20s"
 }`,
-	})
+	}
 }
 
 // Validate checks that pid_file is set, the signal is known and stop_timeout parses.

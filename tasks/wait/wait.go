@@ -43,8 +43,11 @@ type WaitReady struct {
 }
 
 // Register adds the wait_ready task type to r.
-func Register(r *tasks.Registry) error {
-	return r.Register(tasks.Type{
+func Register(r *tasks.Registry) error { return r.Add(waitType) }
+
+// waitType is the wait_ready task type.
+func waitType() tasks.Type {
+	return tasks.Type{
 		Name:    "wait_ready",
 		Summary: "Wait until a port, an HTTP endpoint or Kubernetes objects are ready",
 		Doc: `Checks something every interval until it is ready, then succeeds. The kind says what:
@@ -94,7 +97,7 @@ timeout setting, if shorter, cancels the task earlier.`,
   interval     = "2s"
   wait_timeout = "10m"
 }`,
-	})
+	}
 }
 
 // Validate checks the kind, that the kind's required attributes are set and no other

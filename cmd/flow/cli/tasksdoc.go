@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskdoc"
 )
 
 func (c *CLI) tasksCmd() *cobra.Command {
@@ -40,40 +42,10 @@ or document one type: attributes, outputs, how it is undone, and an example.`,
 }
 
 func (c *CLI) describeType(t *tasks.Type) error {
-	w := c.stdout
-	fmt.Fprintf(w, "%s: %s\n", t.Name, t.Summary)
-	if t.Doc != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(t.Doc))
-	}
-	attrs, err := tasks.Attributes(t.New())
+	text, err := taskdoc.Text(t)
 	if err != nil {
 		return fail(ExitInvalid, err)
 	}
-	fmt.Fprintln(w, "\nAttributes:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, a := range attrs {
-		req := "optional"
-		if a.Required {
-			req = "required"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, tasks.TypeString(a.Type), req, a.Doc)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\nShared settings: "+strings.Join(tasks.SharedSettings, ", "))
-	if len(t.Outputs) > 0 {
-		fmt.Fprintln(w, "\nOutputs:")
-		for _, o := range t.Outputs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", o.Name, tasks.TypeString(o.Type), o.Doc)
-		}
-		tw.Flush()
-	}
-	fmt.Fprintf(w, "\nUndo (flow destroy): %s\n", t.UndoText())
-	if t.Example != "" {
-		fmt.Fprintf(w, "\nExample:\n\n%s\n", indent(strings.TrimSpace(t.Example), "  "))
-	}
-	return nil
-}
-
-func indent(s, prefix string) string {
-	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+	_, err = io.WriteString(c.stdout, text)
+	return err
 }
