@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"sort"
 	"sync"
@@ -195,86 +194,4 @@ func firstLine(s string) string {
 		}
 	}
 	return s
-}
-
-func (c *CLI) runsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "runs",
-		Short:   "List the runs recorded in the state file",
-		Example: "  flow runs\n  flow runs --state /var/lib/flow/lab.db",
-		Args:    exactArgs(0, ""),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			runs, err := engine.NewSession(c.state(), c.reg).Runs()
-			if errors.As(err, new(*engine.BusyError)) {
-				return failf(ExitInvalid, "%s is in use by a running flow; see \"flow status\"", c.state())
-			}
-			if err != nil {
-				return c.refused(err)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tRESUMES\tFLOW")
-			for _, r := range runs {
-				dur := "-"
-				if r.FinishedAt != nil {
-					dur = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
-				}
-				flow := displayPath(r.Flow)
-				if r.Destroys != 0 {
-					flow = fmt.Sprintf("destroy of run %d: %s", r.Destroys, flow)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Status,
-					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, flow)
-			}
-			return tw.Flush()
-		},
-	}
-}
-
-func (c *CLI) logsCmd() *cobra.Command {
-	var runID uint64
-	cmd := &cobra.Command{
-		Use:   "logs ADDRESS",
-		Short: "Print the captured output of one task instance",
-		Long: `Print what one task instance wrote to stdout and stderr in the latest run (or --run N),
-secrets redacted. While a run is in progress it prints the output captured so far.`,
-		Example: `  flow logs 'exec.build["member1"]'
-  flow logs exec.prepare --run 2`,
-		Args: exactArgs(1, "ADDRESS"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := c.readLog(args[0], runID)
-			if err != nil {
-				return err
-			}
-			_, err = c.stdout.Write(out)
-			return err
-		},
-	}
-	cmd.Flags().Uint64Var(&runID, "run", 0, "read this run instead of the latest")
-	return cmd
-}
-
-// normalizeAddress accepts keys without quotes, as shells tend to leave them:
-// TYPE.NAME[KEY] and module.NAME[KEY].TYPE.NAME[KEY].
-func normalizeAddress(addr string) string {
-	return unquotedKey.ReplaceAllStringFunc(addr, func(k string) string {
-		return fmt.Sprintf("[%q]", k[1:len(k)-1])
-	})
-}
-
-var unquotedKey = regexp.MustCompile(`\[[^"\]]+\]`)
-
-func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
-	addr = normalizeAddress(addr)
-	out, err := engine.NewSession(c.state(), c.reg).Log(runID, addr)
-	if errors.As(err, new(*engine.BusyError)) {
-		err := retryLive(func() (err error) { out, err = live.Log(c.state(), addr); return err })
-		if err != nil {
-			return nil, failf(ExitInvalid, "logs of %s: %v", addr, err)
-		}
-		return out, nil
-	}
-	if err != nil {
-		return nil, c.refused(err)
-	}
-	return out, nil
 }

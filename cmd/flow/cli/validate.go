@@ -2,9 +2,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/config"
@@ -63,4 +65,35 @@ func (c *CLI) validateJSON(path string, v varFlags) error {
 		return reported(ExitInvalid, errors.New("the flow is invalid"))
 	}
 	return nil
+}
+
+func (c *CLI) validateCmd() *cobra.Command {
+	var v varFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate PATH",
+		Short: "Check a flow without running anything",
+		Long: `Check the flow at PATH: syntax, task types, attributes and their types, references,
+for_each keys, and dependency cycles. Every error is reported with its file, line and
+column. Variables without a value are treated as unknown, so a flow can be checked
+before its secrets are at hand.`,
+		Example: `  flow validate flows/demo.hcl
+  flow validate flows/ --var members='["a"]'
+  flow validate --json flows/demo.hcl | jq '.diagnostics[]'`,
+		Args: exactArgs(1, "PATH"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON {
+				return c.validateJSON(args[0], v)
+			}
+			l, err := c.load(args[0], v, nil, true)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "%s is valid: %d tasks, %d instances.\n", args[0], len(l.Flow.Tasks), len(l.Plan.Order))
+			return nil
+		},
+	}
+	v.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result and every diagnostic as one JSON object")
+	return cmd
 }

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowdev/flow/engine"
+)
+
+func (c *CLI) runsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "runs",
+		Short:   "List the runs recorded in the state file",
+		Example: "  flow runs\n  flow runs --state /var/lib/flow/lab.db",
+		Args:    exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs, err := engine.NewSession(c.state(), c.reg).Runs()
+			if errors.As(err, new(*engine.BusyError)) {
+				return failf(ExitInvalid, "%s is in use by a running flow; see \"flow status\"", c.state())
+			}
+			if err != nil {
+				return c.refused(err)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tRESUMES\tFLOW")
+			for _, r := range runs {
+				dur := "-"
+				if r.FinishedAt != nil {
+					dur = r.FinishedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
+				}
+				flow := displayPath(r.Flow)
+				if r.Destroys != 0 {
+					flow = fmt.Sprintf("destroy of run %d: %s", r.Destroys, flow)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Status,
+					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, flow)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/live"
+)
+
+// request is what every walk's request holds: the variables, where events go, and how
+// the CLI follows the walk.
+func (c *CLI) request(v varFlags, out io.Writer, live bool) engine.Request {
+	return engine.Request{VarFiles: v.files, Vars: v.vars, Environ: os.Environ(), Out: out, Live: live,
+		Logger: func(redact func(string) string) hclog.Logger { return c.logger(redact) },
+		Warn:   c.printDiags}
+}
+
+// observer follows a walk for the CLI: it serves other terminals' status and logs
+// while the state file is held, and prints and draws the walk as it starts.
+type observer struct {
+	cli         *CLI
+	view        *liveView
+	src         liveSource
+	parallelism int
+	began       time.Time
+}
+
+func (o *observer) Held(path string) func() {
+	stop, err := live.Serve(path, &o.src)
+	if err != nil {
+		o.cli.logger(nil).Warn("flow status from another terminal will not work", "error", err)
+		return nil
+	}
+	return stop
+}
+
+func (o *observer) Started(s engine.Start, w engine.Progress) {
+	o.cli.printStart(s, o.parallelism)
+	o.src.start(s.Run, w)
+	o.began = time.Now()
+	o.view.start(w)
+}
+
+// printStart says what a walk begins.
+func (c *CLI) printStart(s engine.Start, parallelism int) {
+	run, flow := s.Run, displayPath(s.Run.Flow)
+	switch s.Kind {
+	case engine.NewDestroy, engine.ResumedDestroy:
+		if s.FlowChanged {
+			fmt.Fprintf(c.stdout, "The flow changed since run %d; each instance is destroyed as the files say now.\n", s.From)
+		}
+		verb := "Destroying"
+		if s.Kind == engine.ResumedDestroy {
+			verb = "Continuing to destroy"
+		}
+		fmt.Fprintf(c.stdout, "%s what run %d of %s created (destroy run %d)\n", verb, s.From, flow, run.ID)
+		return
+	case engine.ResumedRun:
+		if s.FlowChanged {
+			fmt.Fprintf(c.stdout, "The flow changed since run %d started; instances whose inputs changed run again.\n", run.ID)
+		}
+	}
+	verb := map[engine.StartKind]string{engine.NewRun: "Starting", engine.ResumedRun: "Resuming",
+		engine.FromCheckpoints: fmt.Sprintf("From the checkpoints of run %d, starting", s.From)}[s.Kind]
+	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, flow, s.Instances, parallelism)
+}
+
+// refused maps why a session walked nothing to its message and exit code.
+func (c *CLI) refused(err error) error {
+	var (
+		flowErr *engine.FlowError
+		noRuns  *engine.NoRunsError
+		unfin   *engine.UnfinishedError
+		nothing *engine.NothingToDoError
+	)
+	switch {
+	case errors.As(err, &flowErr):
+		return c.reportDiags(flowErr.Flow, flowErr.Diags)
+	case errors.As(err, &noRuns) && noRuns.Op == "resume":
+		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", noRuns.Path)
+	case errors.As(err, &noRuns) && noRuns.Op == "destroy":
+		return failf(ExitInvalid, "nothing to destroy in %s: there are no runs", noRuns.Path)
+	case errors.As(err, &noRuns):
+		return failf(ExitInvalid, "no runs in %s yet", noRuns.Path)
+	case errors.As(err, &unfin) && unfin.Latest.Destroys != 0:
+		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with \"flow destroy\"",
+			unfin.Latest.ID, unfin.Latest.Destroys, unfin.Status)
+	case errors.As(err, &unfin):
+		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with \"flow resume\" or start over with \"flow run --new\"",
+			unfin.Latest.ID, unfin.Latest.Flow, unfin.Status)
+	case errors.As(err, &nothing):
+		c.printNothing(nothing)
+		return nil
+	}
+	return fail(ExitInvalid, err)
+}
+
+// printNothing says why a resume or a destroy has nothing to do.
+func (c *CLI) printNothing(e *engine.NothingToDoError) {
+	l := e.Latest
+	switch {
+	case e.Op == "destroy":
+		fmt.Fprintf(c.stdout, "Nothing to destroy: run %d was destroyed by run %d.\n", l.Destroys, l.ID)
+	case l.Destroys != 0:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with \"flow run %s\".\n", l.ID, l.Destroys, displayPath(l.Flow))
+	default:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with \"flow run %s\".\n", l.ID, displayPath(l.Flow))
+	}
+}
