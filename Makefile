@@ -97,8 +97,9 @@ bench-k8s-lab: build
 # host cluster that are real single-node clusters, behind proxy devices on
 # 127.0.0.1:16441/16442/16444 and 16443, a registry on 127.0.0.1:32000 preloaded with images
 # built here, workloads running in them, and Karmada installed by karmadactl init in the
-# host cluster with the members joined (push) and registered (pull). The first run builds what is missing (binaries, root file systems, the member image:
-# about 30 minutes on 2 cores); later runs reuse every cache. Interrupt it, then
+# host cluster with the members joined (push) and registered (pull). The first run builds
+# what is missing, each piece a task of the flow (binaries, root file systems, the member
+# image: 17 minutes on a fresh 2-core machine); later runs reuse every cache. Interrupt it, then
 # `make demo-resume`; `make demo-teardown` (flow destroy) removes everything it created but
 # the caches.
 DEMO_STATE := .flow/k8s-lab.db
