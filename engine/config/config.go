@@ -93,11 +93,11 @@ type Task struct {
 	// instances too (instances that share a lock or a build cache); 0 means no bound
 	// but the run's parallelism.
 	MaxParallel int
-	ForEach         hcl.Expression // nil without for_each
-	DependsOn       []Ref
-	dependsOn       []hcl.Expression
-	Timeout         hcl.Expression // nil without timeout
-	Retry           *Retry
+	ForEach     hcl.Expression // nil without for_each
+	DependsOn   []Ref
+	dependsOn   []hcl.Expression
+	Timeout     hcl.Expression // nil without timeout
+	Retry       *Retry
 
 	// Body is the remaining body: the type's own attributes, already checked against
 	// its schema (unknown and missing attributes are reported by Load).
