@@ -60,3 +60,25 @@ type NoStateError struct{ Path string }
 func (e *NoStateError) Error() string {
 	return fmt.Sprintf("no state file at %s: nothing has run here yet", e.Path)
 }
+
+// PlaceError refuses a resume or a destroy of run Run because its flow (Flow) or its
+// working directory (Dir) is gone. Moved says the flow's place was given (--flow).
+type PlaceError struct {
+	Run   uint64
+	Flow  string
+	Dir   string
+	Moved bool
+	Err   error
+}
+
+func (e *PlaceError) Error() string {
+	if e.Dir != "" {
+		return fmt.Sprintf("the working directory of run %d, %s, is gone", e.Run, e.Dir)
+	}
+	if e.Moved {
+		return fmt.Sprintf("the flow %s cannot be read: %v", e.Flow, e.Err)
+	}
+	return fmt.Sprintf("the flow of run %d, %s, is gone: %v", e.Run, e.Flow, e.Err)
+}
+
+func (e *PlaceError) Unwrap() error { return e.Err }

@@ -17,9 +17,13 @@ import (
 func newRunRecord(l *Loaded) (*state.Run, error) {
 	abs, err := filepath.Abs(l.Flow.Path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("record the flow's path: %w", err)
 	}
-	run := &state.Run{Flow: abs, FlowHash: l.Flow.Hash, Status: state.Running,
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("record the working directory: %w", err)
+	}
+	run := &state.Run{Flow: abs, Dir: wd, FlowHash: l.Flow.Hash, Status: state.Running,
 		StartedAt: time.Now().UTC(), PID: os.Getpid()}
 	if err := recordVars(run, l); err != nil {
 		return nil, err
@@ -61,10 +65,12 @@ func startRun(store *state.Store, l *Loaded, from *state.Run) (*state.Run, map[s
 	return run, byAddress(recs), nil
 }
 
-// resumeRun marks run as running again in this process with l's flow and variables.
-// It reports whether the flow's files changed since the run started.
-func resumeRun(store *state.Store, run *state.Run, l *Loaded) (changed bool, err error) {
+// resumeRun marks run as running again in this process with l's flow and variables,
+// at p (the same place, or where the flow moved). It reports whether the flow's files
+// changed since the run started.
+func resumeRun(store *state.Store, run *state.Run, l *Loaded, p place) (changed bool, err error) {
 	changed = run.FlowHash != l.Flow.Hash
+	run.Flow, run.Dir = p.flow, p.dir
 	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.Flow.Hash, state.Running, os.Getpid(), nil, ""
 	run.Resumes++
 	if err := recordVars(run, l); err != nil {
@@ -188,9 +194,9 @@ func allSucceeded(store *state.Store, runID uint64, p *Plan) (bool, error) {
 }
 
 // startDestroy creates the record of a destroy run that undoes target's instances,
-// with target's variables.
-func startDestroy(store *state.Store, target *state.Run, l *Loaded) (*state.Run, error) {
-	run := &state.Run{Flow: target.Flow, FlowHash: l.Flow.Hash, Status: state.Running,
+// with target's variables, at p (target's place, or where its flow moved).
+func startDestroy(store *state.Store, target *state.Run, l *Loaded, p place) (*state.Run, error) {
+	run := &state.Run{Flow: p.flow, Dir: p.dir, FlowHash: l.Flow.Hash, Status: state.Running,
 		StartedAt: time.Now().UTC(), PID: os.Getpid(), Destroys: target.ID}
 	if err := recordVars(run, l); err != nil {
 		return nil, err

@@ -21,14 +21,15 @@ import (
 // refused (a typed error: *NoRunsError, *UnfinishedError, *NothingToDoError), and
 // write every run record. Preview, Runs, Status and Log only read it.
 type Session struct {
-	path string
+	path string // as given, for messages
+	file string // absolute: Resume and Destroy change the working directory
 	reg  *tasks.Registry
 }
 
 // NewSession returns a session on the state file at path, which it opens (and a run
 // creates) only when a method needs it.
 func NewSession(path string, reg *tasks.Registry) *Session {
-	return &Session{path: path, reg: reg}
+	return &Session{path: path, file: absPath(path), reg: reg}
 }
 
 // Path is the state file's path.
@@ -36,8 +37,9 @@ func (s *Session) Path() string { return s.path }
 
 // Request is one command's flow, variables, selection and how to execute it.
 type Request struct {
-	// Flow is the flow's path for Run and Preview; Resume and Destroy read the path
-	// the run recorded.
+	// Flow is the flow's path for Run and Preview. Resume and Destroy read the flow
+	// from the path the run recorded, or with Flow set from there (--flow: the flow
+	// moved); they execute in the run's working directory (see Session.Resume).
 	Flow string
 	// VarFiles and Vars set variables (--var-file, --var NAME=VALUE); Environ is
 	// read for FLOW_VAR_ variables. A resume and a destroy start from the values the
@@ -139,15 +141,19 @@ func (h *held) close() {
 // hold opens the state file for writing. When it does not exist and first is set,
 // first (which loads the flow) gives the run to create it with: one durable step
 // fewer than creating it empty and then the run, and a flow that does not load leaves
-// no state file behind. created reports that the run is first's.
+// no state file behind. created reports that the run is first's. Without first, a
+// missing file is a *NoStateError and nothing is created.
 func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held, created *state.Run, err error) {
 	var opts state.Options
-	if _, err := os.Stat(s.path); first != nil && errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(s.file); errors.Is(err, fs.ErrNotExist) {
+		if first == nil {
+			return nil, nil, &NoStateError{Path: s.path}
+		}
 		if opts.FirstRun, err = first(); err != nil {
 			return nil, nil, err
 		}
 	}
-	store, err := state.Open(s.path, opts)
+	store, err := state.Open(s.file, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,11 +8,14 @@ import (
 )
 
 // Destroy undoes what the latest run created (see Runner.Run), or continues the
-// destroy that did not finish. The flow is read again from the path the run recorded,
-// with its recorded variables under req's. It refuses with a *NoRunsError, and says
-// with a *NothingToDoError that the latest run was a destroy that succeeded. Like Run,
-// the error is non-nil when nothing was walked.
+// destroy that did not finish. The flow is read again from the path the run recorded
+// (or req.Flow, where it moved), with its recorded variables under req's, and every
+// undo executes in the run's working directory, as Resume does. It refuses with a
+// *NoStateError (creating nothing), a *NoRunsError or a *PlaceError, and says with a
+// *NothingToDoError that the latest run was a destroy that succeeded. Like Run, the
+// error is non-nil when nothing was walked.
 func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
+	req.VarFiles = absolute(req.VarFiles)
 	h, _, err := s.hold(&req, nil)
 	if err != nil {
 		return nil, err
@@ -20,7 +23,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	defer h.close()
 	latest := h.latest
 	if latest == nil {
-		return nil, &NoRunsError{Path: h.store.Path(), Op: "destroy"}
+		return nil, &NoRunsError{Path: s.path, Op: "destroy"}
 	}
 	target, run := latest, (*state.Run)(nil)
 	if latest.Destroys != 0 {
@@ -32,22 +35,33 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		}
 		run = latest
 	}
+	placed := target
+	if run != nil {
+		placed = run
+	}
+	p, err := placeOf(placed, req.Flow)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
 	created, base, err := runInputs(h.store, target)
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.load(&req, target.Flow, base, false)
+	l, err := s.load(&req, p.flow, base, false)
 	if err != nil {
 		return nil, err
 	}
 	start := Start{Kind: NewDestroy, From: target.ID, FlowChanged: l.Flow.Hash != target.FlowHash}
 	var done map[string]*state.Instance
 	if run == nil {
-		run, err = startDestroy(h.store, target, l)
+		run, err = startDestroy(h.store, target, l, p)
 	} else {
 		start.Kind = ResumedDestroy
 		if done, _, err = runInputs(h.store, run); err == nil {
-			_, err = resumeRun(h.store, run, l)
+			_, err = resumeRun(h.store, run, l, p)
 		}
 	}
 	if err != nil {

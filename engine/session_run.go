@@ -55,12 +55,16 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	return s.walkRun(ctx, &req, h, start, l, plan, previous)
 }
 
-// Resume continues the latest run: the flow is read again from the path it recorded,
-// with its recorded variables under req's, and what succeeded with the same inputs
-// stands. It refuses with a *NoRunsError or an *UnfinishedError (a destroy that did
-// not finish), and says with a *NothingToDoError that the latest run succeeded (and
-// req selects nothing) or was a destroy.
+// Resume continues the latest run: the flow is read again from the path it recorded
+// (or req.Flow, where it moved), with its recorded variables under req's, and what
+// succeeded with the same inputs stands. It executes in the run's working directory,
+// which it makes the process's (relative paths in req are taken from the caller's
+// first). It refuses with a *NoStateError (and creates no file), a *NoRunsError, a
+// *PlaceError (the flow or the directory is gone) or an *UnfinishedError (a destroy
+// that did not finish), and says with a *NothingToDoError that the latest run
+// succeeded (and req selects nothing) or was a destroy.
 func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
+	req.VarFiles = absolute(req.VarFiles)
 	h, _, err := s.hold(&req, nil)
 	if err != nil {
 		return nil, err
@@ -69,21 +73,28 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	latest := h.latest
 	switch {
 	case latest == nil:
-		return nil, &NoRunsError{Path: h.store.Path(), Op: "resume"}
+		return nil, &NoRunsError{Path: s.path, Op: "resume"}
 	case latest.Destroys != 0 && latest.Status != state.Succeeded:
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
 	case latest.Destroys != 0 || latest.Status == state.Succeeded && !req.selective():
 		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
 	}
+	p, err := placeOf(latest, req.Flow)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
 	previous, base, err := runInputs(h.store, latest)
 	if err != nil {
 		return nil, err
 	}
-	l, plan, err := s.loadSelected(&req, latest.Flow, base)
+	l, plan, err := s.loadSelected(&req, p.flow, base)
 	if err != nil {
 		return nil, err
 	}
-	changed, err := resumeRun(h.store, latest, l)
+	changed, err := resumeRun(h.store, latest, l, p)
 	if err != nil {
 		return nil, err
 	}

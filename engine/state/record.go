@@ -29,8 +29,11 @@ const (
 // A Run is plain data and not safe for concurrent mutation; the store keeps
 // no reference to a Run after a call returns.
 type Run struct {
-	ID         uint64           `json:"id"`
-	Flow       string           `json:"flow"` // path as the user gave it
+	ID   uint64 `json:"id"`
+	Flow string `json:"flow"` // the flow's absolute path
+	// Dir is the absolute working directory the run's tasks execute in (a resume and
+	// a destroy of the run too); empty in records written before flow kept it.
+	Dir        string           `json:"dir,omitempty"`
 	FlowHash   string           `json:"flow_hash"`
 	Vars       map[string]Value `json:"vars,omitempty"`      // sensitive variables are never stored; the engine leaves them out
 	Sensitive  []string         `json:"sensitive,omitempty"` // names of sensitive variables that were set

@@ -68,6 +68,8 @@ type CLI struct {
 	statePath string
 	logLevel  string
 	logJSON   bool
+	// movedFlow is resume's and destroy's --flow: where the run's flow is now.
+	movedFlow string
 }
 
 // New builds the command tree over reg.

@@ -17,7 +17,8 @@ func (c *CLI) destroyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Undo what the latest run created, in reverse dependency order",
-		Long: `Undo what the latest run of the state file created: every task instance it started is
+		Long: `Undo what the latest run of the state file created, in the directory that run was
+started in (wherever destroy is called from): every task instance it started is
 destroyed in reverse dependency order (what depends on an instance goes before it;
 independent ones at once, up to --parallelism), each
 decoded from the inputs that run evaluated: the flow is read again from the recorded
@@ -34,13 +35,15 @@ Exit codes: 0 success, 1 an instance could not be destroyed, 2 invalid flow, usa
 state, 130 interrupted.`,
 		Example: `  flow destroy
   flow destroy --state .flow/lab.db
-  flow destroy --var token=$TOKEN    # sensitive variables are not stored`,
+  flow destroy --var token=$TOKEN    # sensitive variables are not stored
+  flow destroy --flow new/place/main.hcl    # the flow file moved`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(v, progress, parallelism) },
 	}
 	v.add(cmd)
 	progress.add(cmd)
 	cmd.Flags().IntVar(&parallelism, "parallelism", 10, "how many task instances are undone at once")
+	c.addMovedFlow(cmd)
 	return cmd
 }
 
@@ -58,7 +61,7 @@ func (c *CLI) destroy(v varFlags, progress progressFlag, parallelism int) error 
 	obs := &observer{cli: c, view: view, parallelism: parallelism}
 	req := c.request(v, out, showLive)
 	req.Observer = obs
-	req.Parallelism = parallelism
+	req.Parallelism, req.Flow = parallelism, c.movedFlow
 	o, err := engine.NewSession(c.state(), c.reg).Destroy(ctx, req)
 	view.close()
 	if err != nil {

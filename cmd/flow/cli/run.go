@@ -76,21 +76,30 @@ func (c *CLI) resumeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume",
 		Short: "Continue the latest unfinished run without redoing what succeeded",
-		Long: `Continue the latest run in the state file that did not succeed. The flow is read again
-from the path the run was started with: an instance that succeeded is skipped, with its
+		Long: `Continue the latest run in the state file that did not succeed, in the directory the
+run was started in, wherever resume is called from. The flow is read again from the
+path the run was started with (--flow PATH: from where it moved): an instance that succeeded is skipped, with its
 recorded outputs restored, unless its evaluated inputs changed (then it runs again, and
 the output says which inputs). Everything else runs. Variables keep their recorded values
 unless set again; sensitive variables are never recorded and must be given again.`,
 		Example: `  flow resume
   flow resume --parallelism 4
-  flow resume --var token=$TOKEN    # sensitive variables are not stored`,
+  flow resume --var token=$TOKEN    # sensitive variables are not stored
+  flow resume --flow new/place/main.hcl    # the flow file moved`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.execute("", f, false)
 		},
 	}
 	f.add(cmd)
+	c.addMovedFlow(cmd)
 	return cmd
+}
+
+// addMovedFlow adds --flow, for a run whose flow moved, to resume and destroy.
+func (c *CLI) addMovedFlow(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.movedFlow, "flow", "",
+		"where the run's flow is now, if it moved (its working directory follows it when the old one is gone)")
 }
 
 func exactArgs(n int, names string) cobra.PositionalArgs {
@@ -131,7 +140,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	sess := engine.NewSession(c.state(), c.reg)
 	run := sess.Run
 	if path == "" {
-		run = sess.Resume
+		run, req.Flow = sess.Resume, c.movedFlow
 	}
 	o, err := run(ctx, req)
 	view.close()
@@ -176,9 +185,14 @@ func (c *CLI) interruptible() (context.Context, func()) {
 	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
 }
 
+// callerDir is the directory flow was started in: resume and destroy move to the
+// run's, and paths are still shown as the caller sees them.
+var callerDir, _ = os.Getwd()
+
+// displayPath is p relative to the caller's directory when it lies below it.
 func displayPath(p string) string {
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, p); err == nil && !filepath.IsAbs(rel) && len(rel) < len(p) && rel[0] != '.' {
+	if callerDir != "" {
+		if rel, err := filepath.Rel(callerDir, p); err == nil && !filepath.IsAbs(rel) && len(rel) < len(p) && rel[0] != '.' {
 			return rel
 		}
 	}

@@ -78,10 +78,15 @@ func (c *CLI) refused(err error) error {
 		noRuns  *engine.NoRunsError
 		unfin   *engine.UnfinishedError
 		nothing *engine.NothingToDoError
+		place   *engine.PlaceError
 	)
 	switch {
 	case errors.As(err, &flowErr):
 		return c.reportDiags(flowErr.Flow, flowErr.Diags)
+	case errors.As(err, &place) && place.Moved:
+		return failf(ExitInvalid, "%v", place)
+	case errors.As(err, &place):
+		return failf(ExitInvalid, "%v; if the flow moved, give its new place with --flow PATH (its working directory is taken from there when the old one is gone)", place)
 	case errors.As(err, &noRuns) && noRuns.Op == "resume":
 		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", noRuns.Path)
 	case errors.As(err, &noRuns) && noRuns.Op == "destroy":

@@ -137,6 +137,9 @@ func (c *CLI) resumeHint(l *engine.Loaded, v varFlags) string {
 	if c.statePath != "" {
 		args = append(args, "--state", shellQuote(c.statePath))
 	}
+	if c.movedFlow != "" {
+		args = append(args, "--flow", shellQuote(c.movedFlow))
+	}
 	if !setsSensitive(l) {
 		return strings.Join(args, " ")
 	}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tests of issue 20: the state is the truth. Every flow here is exec tasks in a
+// temporary directory; none needs LXD.
+
+// markerFlow creates NAME.marker in the directory it runs in, and its undo removes it.
+const markerFlow = `task "exec" "a" {
+  script = "touch a.marker"
+  undo   = "rm -f a.marker"
+}
+`
+
+// gatedFlow fails until a file "go" exists where it runs, then creates b.marker.
+const gatedFlow = `task "exec" "gate" {
+  script = "test -f go"
+}
+
+task "exec" "b" {
+  depends_on = [exec.gate]
+  script     = "touch b.marker"
+}
+`
+
+// writeFiles writes each name (relative to root) with its content, creating directories.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// flowExit runs flow in dir and fails the test unless it exits with want.
+func flowExit(t *testing.T, tag, dir string, want int, args ...string) result {
+	t.Helper()
+	r := runFlow(t, tag, dir, time.Minute, args...)
+	if r.code != want {
+		t.Fatalf("exit %d, want %d\n%s", r.code, want, r.desc)
+	}
+	return r
+}
+
+// TestDestroyActsInRunDirectory (issue 20, defect 1): a destroy called from another
+// directory runs the undo where the run ran: it removes the run's file and leaves an
+// unrelated file of the same name in the caller's directory alone.
+func TestDestroyActsInRunDirectory(t *testing.T) {
+	tag, root := newTag(t), t.TempDir()
+	two, elsewhere := filepath.Join(root, "two"), filepath.Join(root, "elsewhere")
+	writeFiles(t, root, map[string]string{"two/main.hcl": markerFlow, "elsewhere/a.marker": "unrelated"})
+	flowExit(t, tag, two, 0, "run", "main.hcl", "--state", "s.db")
+	if !exists(filepath.Join(two, "a.marker")) {
+		t.Fatal("the run did not create two/a.marker")
+	}
+	r := flowExit(t, tag, elsewhere, 0, "destroy", "--state", "../two/s.db")
+	if exists(filepath.Join(two, "a.marker")) {
+		t.Errorf("two/a.marker survived the destroy\n%s", r.desc)
+	}
+	if readFile(t, filepath.Join(elsewhere, "a.marker")) != "unrelated" {
+		t.Errorf("the destroy removed elsewhere/a.marker, a file the run never made\n%s", r.desc)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 1 {
+		t.Errorf("the destroy left files in the caller's directory: %v", entries)
+	}
+}
+
+// TestResumeActsInRunDirectory (issue 20, defect 1): a resume called from another
+// directory runs the rest of the run where it ran.
+func TestResumeActsInRunDirectory(t *testing.T) {
+	tag, root := newTag(t), t.TempDir()
+	two, elsewhere := filepath.Join(root, "two"), filepath.Join(root, "elsewhere")
+	writeFiles(t, root, map[string]string{"two/main.hcl": gatedFlow, "elsewhere/keep": ""})
+	flowExit(t, tag, two, 1, "run", "main.hcl", "--state", "s.db")
+	writeFiles(t, two, map[string]string{"go": ""})
+	r := flowExit(t, tag, elsewhere, 0, "resume", "--state", "../two/s.db")
+	if !exists(filepath.Join(two, "b.marker")) || exists(filepath.Join(elsewhere, "b.marker")) {
+		t.Errorf("the resume did not run exec.b in the run's directory\n%s", r.desc)
+	}
+}
+
+// TestMovedFlow (issue 20, defect 4): a state whose flow and directory moved says so
+// and how to go on, and --flow resumes it in the new place.
+func TestMovedFlow(t *testing.T) {
+	tag, root := newTag(t), t.TempDir()
+	writeFiles(t, root, map[string]string{"two/main.hcl": gatedFlow})
+	flowExit(t, tag, filepath.Join(root, "two"), 1, "run", "main.hcl", "--state", "s.db")
+	moved := filepath.Join(root, "moved")
+	if err := os.Rename(filepath.Join(root, "two"), moved); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, moved, map[string]string{"go": ""})
+	r := flowExit(t, tag, root, 2, "resume", "--state", "moved/s.db")
+	if !strings.Contains(r.stderr, "--flow PATH") {
+		t.Errorf("the refusal does not say how to point at the moved flow\n%s", r.desc)
+	}
+	r = flowExit(t, tag, root, 0, "resume", "--state", "moved/s.db", "--flow", "moved/main.hcl")
+	if !exists(filepath.Join(moved, "b.marker")) || exists(filepath.Join(root, "b.marker")) {
+		t.Errorf("the resume did not run in the moved directory\n%s", r.desc)
+	}
+}
+
+// TestNoStateCreatesNothing (issue 20, audit): destroy and resume of a state file that
+// does not exist refuse and create no file and no directory.
+func TestNoStateCreatesNothing(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	for _, args := range [][]string{
+		{"destroy"}, {"resume"},
+		{"destroy", "--state", "sub/s.db"}, {"resume", "--state", "sub/s.db"},
+	} {
+		r := flowExit(t, tag, dir, 2, args...)
+		if !strings.Contains(r.stderr, "no state file") {
+			t.Errorf("flow %v does not say there is no state file\n%s", args, r.desc)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("flow %v created %v", args, entries)
+		}
+	}
+}

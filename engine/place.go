@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/flowdev/flow/engine/state"
+)
+
+// place is where a run's flow is read from and its tasks execute.
+type place struct {
+	flow string // the flow's absolute path
+	dir  string // the working directory; "" for a record that kept none (the caller's)
+}
+
+// placeOf returns where run's flow and working directory are: as recorded, or, with
+// moved (--flow), the flow at moved. The working directory is then the recorded one
+// while it exists, else the directory that stands to moved as the recorded one stood
+// to the recorded flow (a whole project moved). A flow or directory that is gone is a
+// *PlaceError.
+func placeOf(run *state.Run, moved string) (place, error) {
+	p := place{flow: run.Flow, dir: run.Dir}
+	if moved != "" {
+		p.flow = absPath(moved)
+		if p.dir != "" && !isDir(p.dir) {
+			if rel, err := filepath.Rel(filepath.Dir(run.Flow), run.Dir); err == nil {
+				p.dir = filepath.Join(filepath.Dir(p.flow), rel)
+			}
+		}
+	}
+	if _, err := os.Stat(p.flow); err != nil {
+		return p, &PlaceError{Run: run.ID, Flow: p.flow, Moved: moved != "", Err: err}
+	}
+	if p.dir != "" && !isDir(p.dir) {
+		return p, &PlaceError{Run: run.ID, Dir: p.dir, Moved: moved != ""}
+	}
+	return p, nil
+}
+
+// enter makes p's working directory the process's, so every task of the walk (and
+// every relative path its flow names) acts where the run acted.
+func (p place) enter() error {
+	if p.dir == "" {
+		return nil
+	}
+	if wd, err := os.Getwd(); err == nil && wd == p.dir {
+		return nil
+	}
+	if err := os.Chdir(p.dir); err != nil {
+		return fmt.Errorf("enter the run's working directory: %w", err)
+	}
+	return nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// absolute returns paths made absolute against the current directory, so they keep
+// naming the same files once a session entered a run's directory.
+func absolute(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = absPath(p)
+	}
+	return out
+}
