@@ -113,7 +113,7 @@ demo-resume: build
 	./$(BIN) resume --state $(DEMO_STATE)
 
 demo-teardown: build
-	./$(BIN) destroy --state $(DEMO_STATE)
+	./$(BIN) destroy --state $(DEMO_STATE) --auto-approve
 
 # The seed's failover drill on the running lab (flows/failover-drill.hcl).
 demo-drill: build
@@ -129,7 +129,7 @@ demo-busybox-resume: build
 	./$(BIN) resume --state $(BUSYBOX_STATE)
 
 demo-busybox-teardown: build
-	./$(BIN) destroy --state $(BUSYBOX_STATE)
+	./$(BIN) destroy --state $(BUSYBOX_STATE) --auto-approve
 
 # The Karmada local lab: the members run real API servers, the Karmada control plane runs
 # as host processes, and the members are joined with the real karmadactl.
@@ -144,7 +144,7 @@ karmada-demo-resume: build
 	./$(BIN) resume --state $(KARMADA_STATE)
 
 karmada-demo-teardown: build
-	./$(BIN) destroy --state $(KARMADA_STATE)
+	./$(BIN) destroy --state $(KARMADA_STATE) --auto-approve
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

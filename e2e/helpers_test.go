@@ -432,7 +432,7 @@ func clearLabs(t *testing.T, tag, root string) {
 // the variables that run recorded: nothing is passed again.
 func destroyLab(t *testing.T, tag, root, state string) {
 	t.Helper()
-	if r := runFlow(t, tag, root, 10*time.Minute, "destroy", "--state", state); r.code != 0 {
+	if r := runFlow(t, tag, root, 10*time.Minute, "destroy", "--state", state, "--auto-approve"); r.code != 0 {
 		t.Fatalf("flow destroy exited %d\n%s", r.code, r.desc)
 	}
 }

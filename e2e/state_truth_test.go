@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"bufio"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // The tests of issue 20: the state is the truth. Every flow here is exec tasks in a
@@ -69,7 +74,7 @@ func TestDestroyActsInRunDirectory(t *testing.T) {
 	if !exists(filepath.Join(two, "a.marker")) {
 		t.Fatal("the run did not create two/a.marker")
 	}
-	r := flowExit(t, tag, elsewhere, 0, "destroy", "--state", "../two/s.db")
+	r := flowExit(t, tag, elsewhere, 0, "destroy", "--state", "../two/s.db", "--auto-approve")
 	if exists(filepath.Join(two, "a.marker")) {
 		t.Errorf("two/a.marker survived the destroy\n%s", r.desc)
 	}
@@ -121,8 +126,8 @@ func TestMovedFlow(t *testing.T) {
 func TestNoStateCreatesNothing(t *testing.T) {
 	tag, dir := newTag(t), t.TempDir()
 	for _, args := range [][]string{
-		{"destroy"}, {"resume"},
-		{"destroy", "--state", "sub/s.db"}, {"resume", "--state", "sub/s.db"},
+		{"destroy", "--auto-approve"}, {"resume"},
+		{"destroy", "--auto-approve", "--state", "sub/s.db"}, {"resume", "--state", "sub/s.db"},
 	} {
 		r := flowExit(t, tag, dir, 2, args...)
 		if !strings.Contains(r.stderr, "no state file") {
@@ -131,5 +136,86 @@ func TestNoStateCreatesNothing(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Fatalf("flow %v created %v", args, entries)
 		}
+	}
+}
+
+// TestDestroyRefusesWithoutTerminal (issue 20, defect 3): without a terminal to ask on
+// and without --auto-approve, destroy refuses and changes nothing; plan --destroy
+// shows what it would do.
+func TestDestroyRefusesWithoutTerminal(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"main.hcl": markerFlow})
+	flowExit(t, tag, dir, 0, "run", "main.hcl", "--state", "s.db")
+	r := flowExit(t, tag, dir, 0, "plan", "--destroy", "--state", "s.db")
+	if !strings.Contains(r.stdout, "destroy  exec.a  runs its undo") {
+		t.Errorf("plan --destroy does not show exec.a's undo\n%s", r.desc)
+	}
+	r = flowExit(t, tag, dir, 2, "destroy", "--state", "s.db")
+	if !strings.Contains(r.stderr, "--auto-approve") || !exists(filepath.Join(dir, "a.marker")) {
+		t.Errorf("destroy without a terminal did not refuse, or removed a.marker\n%s", r.desc)
+	}
+}
+
+// TestDestroyAsksOnTerminal (issue 20, defect 3): in a pseudo-terminal, destroy shows
+// what it will undo and waits for "yes" before it undoes anything.
+func TestDestroyAsksOnTerminal(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"main.hcl": markerFlow})
+	flowExit(t, tag, dir, 0, "run", "main.hcl", "--state", "s.db")
+	cmd := exec.Command(binary(t), "destroy", "--state", "s.db", "--progress", "plain")
+	cmd.Dir, cmd.Env = dir, flowEnv(tag)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	seen := make(chan string, 1)
+	var out strings.Builder
+	go func() {
+		r := bufio.NewReader(tty)
+		buf := make([]byte, 256)
+		for {
+			n, err := r.Read(buf)
+			out.Write(buf[:n])
+			if strings.Contains(out.String(), "Enter a value:") {
+				seen <- out.String()
+				_, _ = io.Copy(io.Discard, r)
+				return
+			}
+			if err != nil {
+				seen <- out.String()
+				return
+			}
+		}
+	}()
+	var asked string
+	select {
+	case asked = <-seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("destroy did not ask within 30s")
+	}
+	if !strings.Contains(asked, "destroy  exec.a") || !strings.Contains(asked, "Enter a value:") {
+		t.Fatalf("destroy did not show what it would undo and ask:\n%s", asked)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !exists(filepath.Join(dir, "a.marker")) {
+		t.Fatalf("destroy undid exec.a before the answer:\n%s", asked)
+	}
+	if _, err := tty.Write([]byte("yes\n")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("destroy after yes: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("destroy did not end within 30s of yes")
+	}
+	if exists(filepath.Join(dir, "a.marker")) {
+		t.Error("destroy answered yes left a.marker")
 	}
 }

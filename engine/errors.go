@@ -82,3 +82,8 @@ func (e *PlaceError) Error() string {
 }
 
 func (e *PlaceError) Unwrap() error { return e.Err }
+
+// DeclinedError is a destroy the request's Confirm declined: nothing was undone.
+type DeclinedError struct{}
+
+func (e *DeclinedError) Error() string { return "destroy cancelled: nothing was destroyed" }

@@ -63,6 +63,10 @@ type Request struct {
 	Warn func(*config.Flow, hcl.Diagnostics)
 	// Observer, if set, is told when the state file is held and when the walk starts.
 	Observer Observer
+	// Confirm, if set, is asked by Destroy, with what it would do, before it undoes
+	// anything; false declines (see Session.Destroy). It is not asked when nothing
+	// would be undone.
+	Confirm func(*DestroyPreview) bool
 }
 
 // selective reports whether the request acts on what an earlier run left.

@@ -10,7 +10,9 @@ import (
 // Destroy undoes what the latest run created (see Runner.Run), or continues the
 // destroy that did not finish. The flow is read again from the path the run recorded
 // (or req.Flow, where it moved), with its recorded variables under req's, and every
-// undo executes in the run's working directory, as Resume does. It refuses with a
+// undo executes in the run's working directory, as Resume does. Before anything is
+// undone, req.Confirm (when set) is shown what the destroy will do, with the state
+// file held, and a false answer ends it with a *DeclinedError. It refuses with a
 // *NoStateError (creating nothing), a *NoRunsError or a *PlaceError, and says with a
 // *NothingToDoError that the latest run was a destroy that succeeded. Like Run, the
 // error is non-nil when nothing was walked.
@@ -21,48 +23,23 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, err
 	}
 	defer h.close()
-	latest := h.latest
-	if latest == nil {
-		return nil, &NoRunsError{Path: s.path, Op: "destroy"}
-	}
-	target, run := latest, (*state.Run)(nil)
-	if latest.Destroys != 0 {
-		if latest.Status == state.Succeeded {
-			return nil, &NothingToDoError{Latest: latest, Op: "destroy"}
-		}
-		if target, err = h.store.GetRun(latest.Destroys); err != nil {
-			return nil, err
-		}
-		run = latest
-	}
-	placed := target
-	if run != nil {
-		placed = run
-	}
-	p, err := placeOf(placed, req.Flow)
+	j, err := s.prepareDestroy(h.store, h.latest, &req)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.enter(); err != nil {
+	if err := j.place.enter(); err != nil {
 		return nil, err
 	}
-	created, base, err := runInputs(h.store, target)
-	if err != nil {
-		return nil, err
+	if req.Confirm != nil && j.preview.Destroys() > 0 && !req.Confirm(j.preview) {
+		return nil, &DeclinedError{}
 	}
-	l, err := s.load(&req, p.flow, base, false)
-	if err != nil {
-		return nil, err
-	}
-	start := Start{Kind: NewDestroy, From: target.ID, FlowChanged: l.Flow.Hash != target.FlowHash}
-	var done map[string]*state.Instance
+	l, run := j.loaded, j.run
+	start := Start{Kind: NewDestroy, From: j.target.ID, FlowChanged: l.Flow.Hash != j.target.FlowHash}
 	if run == nil {
-		run, err = startDestroy(h.store, target, l, p)
+		run, err = startDestroy(h.store, j.target, l, j.place)
 	} else {
 		start.Kind = ResumedDestroy
-		if done, _, err = runInputs(h.store, run); err == nil {
-			_, err = resumeRun(h.store, run, l, p)
-		}
+		_, err = resumeRun(h.store, run, l, j.place)
 	}
 	if err != nil {
 		return nil, err
@@ -72,7 +49,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 		return run
 	}
-	d := NewRunner(l.Plan, Options{Undo: created, Previous: done, RunID: run.ID, Store: h.store,
+	d := NewRunner(l.Plan, Options{Undo: j.created, Previous: j.done, RunID: run.ID, Store: h.store,
 		Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
 		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish})
 	start.Instances = len(d.order)
@@ -84,4 +61,78 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		_ = finishDestroy(h.store, run, res, runErr) // runErr already says the state could not be written
 	}
 	return &Outcome{Run: run, Result: res, Loaded: l, Walker: d, Err: runErr}, nil
+}
+
+// PreviewDestroy says what Destroy would do with each instance, reading the state
+// file only: a *BusyError while a running flow holds it, a *NoStateError when there
+// is none, and Destroy's refusals otherwise.
+func (s *Session) PreviewDestroy(req Request) (*DestroyPreview, error) {
+	store, err := s.openRead()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	latest, err := store.LatestRun()
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.prepareDestroy(store, latest, &req)
+	if err != nil {
+		return nil, err
+	}
+	return j.preview, nil
+}
+
+// destroyJob is what a destroy undoes, where, and how it previews.
+type destroyJob struct {
+	target  *state.Run // the run undone
+	run     *state.Run // the unfinished destroy run continued, or nil
+	place   place
+	loaded  *Loaded
+	created map[string]*state.Instance // target's records
+	done    map[string]*state.Instance // run's records, from an earlier attempt
+	preview *DestroyPreview
+}
+
+// prepareDestroy picks what a destroy of latest undoes, finds its place and loads its
+// flow with the recorded variables.
+func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Request) (*destroyJob, error) {
+	if latest == nil {
+		return nil, &NoRunsError{Path: s.path, Op: "destroy"}
+	}
+	j := &destroyJob{target: latest}
+	if latest.Destroys != 0 {
+		if latest.Status == state.Succeeded {
+			return nil, &NothingToDoError{Latest: latest, Op: "destroy"}
+		}
+		var err error
+		if j.target, err = store.GetRun(latest.Destroys); err != nil {
+			return nil, err
+		}
+		j.run = latest
+	}
+	placed := j.target
+	if j.run != nil {
+		placed = j.run
+	}
+	var err error
+	if j.place, err = placeOf(placed, req.Flow); err != nil {
+		return nil, err
+	}
+	created, base, err := runInputs(store, j.target)
+	if err != nil {
+		return nil, err
+	}
+	if j.run != nil {
+		if j.done, _, err = runInputs(store, j.run); err != nil {
+			return nil, err
+		}
+	}
+	if j.loaded, err = s.load(req, j.place.flow, base, false); err != nil {
+		return nil, err
+	}
+	j.created = created
+	j.preview = &DestroyPreview{Target: j.target, Continues: j.run, Flow: j.place.flow, Dir: j.place.dir,
+		Decisions: j.loaded.Plan.previewDestroy(created, j.done)}
+	return j, nil
 }

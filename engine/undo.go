@@ -99,7 +99,6 @@ func (c *coordinator) settle(inst *Instance) *attemptResult {
 	addr := inst.Addr
 	now := time.Now()
 	res := &attemptResult{inst: inst, attempt: 1, began: now, finished: now, kind: outcomeKept}
-	kind := inst.Task.Kind
 	c.mu.Lock()
 	done := c.records[addr].Status == state.Succeeded
 	c.mu.Unlock()
@@ -109,19 +108,39 @@ func (c *coordinator) settle(inst *Instance) *attemptResult {
 		return res
 	case c.blocker(addr) != "":
 		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", c.blocker(addr)), true
-	case inst.Task.RetainOnDestroy:
-		// As Terraform's removed block with destroy = false: its dependencies may go.
-		res.reason = "retained (retain_on_destroy)"
-	case !kind.Destroys():
-		res.reason = fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", kind.UndoGist(), inst.Task.Type)
-	case kind.UndoAttr != "" && !setsAttr(inst, kind.UndoAttr):
-		res.reason = fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type)
+	case keepReason(inst) != "":
+		res.reason = keepReason(inst)
 	case c.interrupted:
 		res.kind, res.err = outcomeInterrupted, context.Canceled
 	default:
 		return nil
 	}
 	return res
+}
+
+// keepReason says why a destroy leaves inst as it is whatever else happens: it is
+// retained, its type cannot be undone, or it does not set its type's undo attribute;
+// "" when it is to be undone.
+func keepReason(inst *Instance) string {
+	kind := inst.Task.Kind
+	switch {
+	case inst.Task.RetainOnDestroy:
+		// As Terraform's removed block with destroy = false: its dependencies may go.
+		return "retained (retain_on_destroy)"
+	case !kind.Destroys():
+		return fmt.Sprintf("left as it is (%s; see \"flow tasks %s\")", kind.UndoGist(), inst.Task.Type)
+	case kind.UndoAttr != "" && !setsAttr(inst, kind.UndoAttr):
+		return fmt.Sprintf("left as it is (it sets no %s; see \"flow tasks %s\")", kind.UndoAttr, inst.Task.Type)
+	}
+	return ""
+}
+
+// undoReason says how a destroy undoes inst.
+func undoReason(inst *Instance) string {
+	if attr := inst.Task.Kind.UndoAttr; attr != "" {
+		return "runs its " + attr
+	}
+	return fmt.Sprintf("undone by its type (see \"flow tasks %s\")", inst.Task.Type)
 }
 
 func setsAttr(inst *Instance, name string) bool {

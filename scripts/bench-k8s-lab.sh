@@ -51,5 +51,5 @@ for rep in $(seq "$REPS"); do
   timed "run again on the finished lab" "$FLOW" run flows/k8s-lab --new --state "$WORK/cold.db"
   echo "# at rest, ${IDLE}s after the run"
   bash scripts/lab-usage.sh "$IDLE" karmada-host member1 member2 member3 lab-registry lab-upstream
-  timed "flow destroy of the finished lab" "$FLOW" destroy --state "$WORK/cold.db"
+  timed "flow destroy of the finished lab" "$FLOW" destroy --state "$WORK/cold.db" --auto-approve
 done

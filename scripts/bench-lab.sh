@@ -17,7 +17,7 @@ trap 'rm -rf "$WORK"' EXIT
 go build -o "$FLOW" ./cmd/flow
 bash scripts/lab-setup.sh >/dev/null
 
-destroy() { "$FLOW" destroy --state "$1" >/dev/null; }
+destroy() { "$FLOW" destroy --state "$1" --auto-approve >/dev/null; }
 secs() { date +%s.%N; }
 timed() { # timed LABEL CMD...: prints LABEL and the wall seconds of CMD
   local t0 t1; t0=$(secs); "${@:2}" >"$WORK/out.log" 2>&1 || { cat "$WORK/out.log"; exit 1; }; t1=$(secs)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/flowdev/flow/tasks"
 )
@@ -70,11 +71,15 @@ type CLI struct {
 	logJSON   bool
 	// movedFlow is resume's and destroy's --flow: where the run's flow is now.
 	movedFlow string
+	// stdin answers destroy's question when stdinTerminal says a person can.
+	stdin         io.Reader
+	stdinTerminal bool
 }
 
 // New builds the command tree over reg.
 func New(reg *tasks.Registry, stdout, stderr io.Writer) *CLI {
-	c := &CLI{reg: reg, stdout: stdout, stderr: stderr}
+	c := &CLI{reg: reg, stdout: stdout, stderr: stderr, stdin: os.Stdin,
+		stdinTerminal: term.IsTerminal(int(os.Stdin.Fd()))}
 	root := &cobra.Command{
 		Use:   "flow",
 		Short: "Run typed task graphs from HCL, with checkpoints and resume",

@@ -63,6 +63,10 @@ type harness struct {
 	tmp   string
 	state string
 	log   strings.Builder // transcript of every invocation, for one golden file
+	// input is what the next invocations read on stdin, terminal whether they take
+	// it for a terminal.
+	input    string
+	terminal bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -77,7 +81,9 @@ func (h *harness) flow(args ...string) result {
 	h.t.Helper()
 	var stdout, stderr bytes.Buffer
 	full := append(append([]string{}, args...), "--state", h.state)
-	err := New(testRegistry(h.t), &stdout, &stderr).Execute(full)
+	c := New(testRegistry(h.t), &stdout, &stderr)
+	c.stdin, c.stdinTerminal = strings.NewReader(h.input), h.terminal
+	err := c.Execute(full)
 	if err != nil && !Reported(err) {
 		fmt.Fprintln(&stderr, "flow:", err)
 	}

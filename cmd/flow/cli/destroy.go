@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,10 +12,16 @@ import (
 	"github.com/flowdev/flow/engine"
 )
 
+// destroyFlags are the flags of destroy.
+type destroyFlags struct {
+	varFlags
+	progressFlag
+	parallelism int
+	autoApprove bool
+}
+
 func (c *CLI) destroyCmd() *cobra.Command {
-	var v varFlags
-	var progress progressFlag
-	var parallelism int
+	var f destroyFlags
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Undo what the latest run created, in reverse dependency order",
@@ -25,50 +33,76 @@ decoded from the inputs that run evaluated: the flow is read again from the reco
 path with the variables the run recorded, so nothing has to be given again except
 sensitive variables, which are never stored.
 
+Destroy first shows what it will undo ("flow plan --destroy" shows the same) and asks;
+only "yes" goes on. Without a terminal to ask on it refuses, unless --auto-approve
+(what scripts and CI pass) says not to ask.
+
 How a task type is undone is shown by "flow tasks TYPE" (Undo); a type that cannot be
 undone (exec) is left as it is and said so. When an instance cannot be destroyed, what
 it depends on is kept. Each undone instance is checkpointed under a destroy run, so an
 interrupted or failed destroy continues with "flow destroy" again; a destroy that
 succeeded says so and exits 0.
 
-Exit codes: 0 success, 1 an instance could not be destroyed, 2 invalid flow, usage or
-state, 130 interrupted.`,
+Exit codes: 0 success, 1 an instance could not be destroyed or the question was not
+answered "yes", 2 invalid flow, usage or state, or no terminal and no --auto-approve,
+130 interrupted.`,
 		Example: `  flow destroy
-  flow destroy --state .flow/lab.db
+  flow destroy --state .flow/lab.db --auto-approve
   flow destroy --var token=$TOKEN    # sensitive variables are not stored
   flow destroy --flow new/place/main.hcl    # the flow file moved`,
 		Args: exactArgs(0, ""),
-		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(v, progress, parallelism) },
+		RunE: func(cmd *cobra.Command, args []string) error { return c.destroy(f) },
 	}
-	v.add(cmd)
-	progress.add(cmd)
-	cmd.Flags().IntVar(&parallelism, "parallelism", 10, "how many task instances are undone at once")
+	f.varFlags.add(cmd)
+	f.progressFlag.add(cmd)
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many task instances are undone at once")
+	cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "destroy without showing what and asking first")
 	c.addMovedFlow(cmd)
 	return cmd
 }
 
-func (c *CLI) destroy(v varFlags, progress progressFlag, parallelism int) error {
-	if parallelism < 1 {
-		return failf(ExitInvalid, "--parallelism must be at least 1, got %d", parallelism)
+func (c *CLI) destroy(f destroyFlags) error {
+	if f.parallelism < 1 {
+		return failf(ExitInvalid, "--parallelism must be at least 1, got %d", f.parallelism)
 	}
-	showLive, err := progress.live(c.stdout)
+	if !f.autoApprove && !c.stdinTerminal {
+		return failf(ExitInvalid, "flow destroy asks before it destroys, and there is no terminal to ask on: "+
+			"nothing was destroyed; see what it would do with %q, and pass --auto-approve to destroy without asking",
+			c.commandHint("flow plan --destroy"))
+	}
+	showLive, err := f.live(c.stdout)
 	if err != nil {
 		return err
 	}
 	ctx, stopSignals := c.interruptible()
 	defer stopSignals()
 	out, view := c.progressOut(showLive)
-	obs := &observer{cli: c, view: view, parallelism: parallelism}
-	req := c.request(v, out, showLive)
+	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
+	req := c.request(f.varFlags, out, showLive)
 	req.Observer = obs
-	req.Parallelism, req.Flow = parallelism, c.movedFlow
+	req.Parallelism, req.Flow = f.parallelism, c.movedFlow
+	if !f.autoApprove {
+		req.Confirm = c.confirmDestroy
+	}
 	o, err := engine.NewSession(c.state(), c.reg).Destroy(ctx, req)
 	view.close()
+	if errors.As(err, new(*engine.DeclinedError)) {
+		return failf(ExitTaskFailed, "%v", err)
+	}
 	if err != nil {
 		return c.refused(err)
 	}
-	c.destroySummary(o.Run, o.Result, time.Since(obs.began), c.resumeHint(o.Loaded, v))
+	c.destroySummary(o.Run, o.Result, time.Since(obs.began), c.resumeHint(o.Loaded, f.varFlags))
 	return exitFor(o.Result, o.Err, "destroy failed")
+}
+
+// confirmDestroy shows what the destroy will do and reads the answer: only "yes" goes on.
+func (c *CLI) confirmDestroy(pv *engine.DestroyPreview) bool {
+	c.printDestroyPreview(pv)
+	fmt.Fprintf(c.stdout, "\nDo you want to destroy %s? Only \"yes\" goes on.\n  Enter a value: ", count(pv.Destroys(), "instance"))
+	line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+	fmt.Fprintln(c.stdout)
+	return strings.TrimSpace(line) == "yes"
 }
 
 func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took time.Duration, hint string) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 func (c *CLI) planCmd() *cobra.Command {
 	var v varFlags
 	var sel selectFlags
+	var destroy bool
 	cmd := &cobra.Command{
 		Use:   "plan PATH",
 		Short: "List the task instances in order and whether a resume would run or skip each",
@@ -21,16 +23,34 @@ in this order; with free slots it does not wait for one), each with what
 "flow resume" would do with it and why: run (not run before, failed, inputs changed),
 skip (succeeded with the same inputs), or run? (it waits for something that runs, and is
 skipped at run time only if its inputs come out unchanged). Without an unfinished run of
-this flow in the state file, everything runs.`,
+this flow in the state file, everything runs.
+
+With --destroy, show what "flow destroy" would do instead: each instance the latest run
+started, in the order a destroy undoes them, with how it is undone or why it is kept.
+PATH may then be left out: the flow is the one the run recorded.`,
 		Example: `  flow plan flows/demo.hcl
-  flow plan flows/lab.hcl --var-file lab.vars.hcl`,
-		Args: exactArgs(1, "PATH"),
+  flow plan flows/lab.hcl --var-file lab.vars.hcl
+  flow plan --destroy --state .flow/lab.db`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if destroy && len(args) == 0 {
+				return nil
+			}
+			return exactArgs(1, "PATH")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if destroy {
+				path := ""
+				if len(args) == 1 {
+					path = args[0]
+				}
+				return c.planDestroy(path, v)
+			}
 			return c.plan(args[0], v, sel)
 		},
 	}
 	v.add(cmd)
 	sel.add(cmd)
+	cmd.Flags().BoolVar(&destroy, "destroy", false, `show what "flow destroy" would do`)
 	return cmd
 }
 
@@ -38,11 +58,8 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
 	req := c.request(v, nil, false)
 	req.Flow, req.Targets, req.Replace = path, sel.targetAddrs(), sel.replaceAddrs()
 	pv, err := engine.NewSession(c.state(), c.reg).Preview(req)
-	if errors.As(err, new(*engine.BusyError)) {
-		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", c.state())
-	}
 	if err != nil {
-		return c.refused(err)
+		return c.planRefused(err)
 	}
 	switch {
 	case pv.From == nil:
@@ -63,7 +80,63 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Action, d.Addr, reason)
 	}
 	tw.Flush()
-	fmt.Fprintf(c.stdout, "%d instances: %d to run, %d to skip, %d decided at run time.\n",
-		len(pv.Plan.Order), counts["run"], counts["skip"], counts["run?"])
+	fmt.Fprintf(c.stdout, "%s: %d to run, %d to skip, %d decided at run time.\n",
+		count(len(pv.Plan.Order), "instance"), counts["run"], counts["skip"], counts["run?"])
 	return nil
+}
+
+// planDestroy prints what flow destroy would do; path, when given, must be the flow
+// the state holds.
+func (c *CLI) planDestroy(path string, v varFlags) error {
+	req := c.request(v, nil, false)
+	req.Flow = c.movedFlow
+	pv, err := engine.NewSession(c.state(), c.reg).PreviewDestroy(req)
+	if err != nil {
+		return c.planRefused(err)
+	}
+	if path != "" && absPath(path) != pv.Flow {
+		return failf(ExitInvalid, "the state file %s holds run %d of %s, not %s", c.state(), pv.Target.ID, displayPath(pv.Flow), path)
+	}
+	c.printDestroyPreview(pv)
+	return nil
+}
+
+func (c *CLI) planRefused(err error) error {
+	if errors.As(err, new(*engine.BusyError)) {
+		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", c.state())
+	}
+	return c.refused(err)
+}
+
+// printDestroyPreview lists what a destroy would do, as plan --destroy and destroy show it.
+func (c *CLI) printDestroyPreview(pv *engine.DestroyPreview) {
+	w := c.stdout
+	if pv.Continues != nil {
+		fmt.Fprintf(w, "Continuing destroy run %d of what run %d of %s created", pv.Continues.ID, pv.Target.ID, displayPath(pv.Flow))
+	} else {
+		fmt.Fprintf(w, "Destroying what run %d of %s created", pv.Target.ID, displayPath(pv.Flow))
+	}
+	if pv.Dir != "" {
+		fmt.Fprintf(w, ", in %s,", pv.Dir)
+	}
+	fmt.Fprintln(w, " would:")
+	counts := printDecisions(w, pv.Decisions)
+	fmt.Fprintf(w, "%s: %d to destroy, %d to keep", count(len(pv.Decisions), "instance"),
+		counts[engine.ActionDestroy], counts[engine.ActionKeep])
+	if n := counts[engine.ActionDestroyed]; n > 0 {
+		fmt.Fprintf(w, ", %d already destroyed", n)
+	}
+	fmt.Fprintln(w, ".")
+}
+
+// printDecisions lists decisions as a table and counts them by action.
+func printDecisions(w io.Writer, ds []engine.Decision) map[engine.Action]int {
+	counts := map[engine.Action]int{}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, d := range ds {
+		counts[d.Action]++
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Action, d.Addr, d.Reason)
+	}
+	tw.Flush()
+	return counts
 }

@@ -133,13 +133,7 @@ func roundDuration(d time.Duration) time.Duration {
 // was given, and the variable flags whose values the state does not keep. Sensitive
 // values are never printed: a --var that set one is shown as NAME=... to fill in.
 func (c *CLI) resumeHint(l *engine.Loaded, v varFlags) string {
-	args := []string{"flow", "resume"}
-	if c.statePath != "" {
-		args = append(args, "--state", shellQuote(c.statePath))
-	}
-	if c.movedFlow != "" {
-		args = append(args, "--flow", shellQuote(c.movedFlow))
-	}
+	args := []string{c.commandHint("flow resume")}
 	if !setsSensitive(l) {
 		return strings.Join(args, " ")
 	}

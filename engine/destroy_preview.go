@@ -1,0 +1,53 @@
+package engine
+
+import "github.com/flowdev/flow/engine/state"
+
+// What a destroy does with an instance, as DestroyPreview says it.
+const (
+	ActionDestroy   Action = "destroy"   // it is undone
+	ActionKeep      Action = "keep"      // it is left as it is (Reason says why)
+	ActionDestroyed Action = "destroyed" // an earlier attempt of the destroy undid it
+)
+
+// DestroyPreview is what a destroy would do, as `flow plan --destroy` shows it and
+// `flow destroy` asks about.
+type DestroyPreview struct {
+	Target    *RunRecord // the run whose instances are undone
+	Continues *RunRecord // the unfinished destroy run continued, or nil
+	// Flow and Dir are where the flow is read and the undos execute.
+	Flow, Dir string
+	// Decisions are the instances Target started, in the order a destroy with one
+	// slot undoes them: latest in plan order first.
+	Decisions []Decision
+}
+
+// Destroys is how many instances the destroy would undo.
+func (p *DestroyPreview) Destroys() int {
+	n := 0
+	for _, d := range p.Decisions {
+		if d.Action == ActionDestroy {
+			n++
+		}
+	}
+	return n
+}
+
+// previewDestroy decides, for each instance the run with records created started,
+// what a destroy does with it; done holds the records of an earlier attempt of the
+// destroy. An instance that will be kept only because an undo fails is not foreseen.
+func (p *Plan) previewDestroy(created, done map[string]*state.Instance) []Decision {
+	order := undone(p, created)
+	out := make([]Decision, 0, len(order))
+	for i := len(order) - 1; i >= 0; i-- {
+		inst := p.Instances[order[i]]
+		d := Decision{Addr: inst.Addr, Action: ActionDestroy, Reason: undoReason(inst)}
+		switch {
+		case done[inst.Addr] != nil && done[inst.Addr].Status == state.Succeeded:
+			d.Action, d.Reason = ActionDestroyed, "already destroyed"
+		case keepReason(inst) != "":
+			d.Action, d.Reason = ActionKeep, keepReason(inst)
+		}
+		out = append(out, d)
+	}
+	return out
+}
