@@ -219,3 +219,31 @@ func TestDestroyAsksOnTerminal(t *testing.T) {
 		t.Error("destroy answered yes left a.marker")
 	}
 }
+
+// TestOneFlowPerState (issue 20, defect 2): two flows in one directory get state files
+// of their own by default, and a flow run on another flow's state file is refused,
+// naming the flow it holds, instead of hiding that flow's instances from destroy.
+func TestOneFlowPerState(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.hcl": markerFlow,
+		"b.hcl": strings.ReplaceAll(markerFlow, "a.marker", "b.marker"),
+	})
+	flowExit(t, tag, dir, 0, "run", "a.hcl")
+	flowExit(t, tag, dir, 0, "run", "b.hcl")
+	if !exists(filepath.Join(dir, ".flow", "a.db")) || !exists(filepath.Join(dir, ".flow", "b.db")) {
+		t.Fatal("the default state files are not .flow/a.db and .flow/b.db")
+	}
+	r := flowExit(t, tag, dir, 2, "run", "b.hcl", "--state", ".flow/a.db")
+	if !strings.Contains(r.stderr, "a.hcl") {
+		t.Errorf("the refusal does not name the flow the state holds\n%s", r.desc)
+	}
+	r = flowExit(t, tag, dir, 2, "destroy", "--auto-approve")
+	if !strings.Contains(r.stderr, "--state") || !exists(filepath.Join(dir, "a.marker")) {
+		t.Errorf("destroy without --state among two state files did not refuse\n%s", r.desc)
+	}
+	flowExit(t, tag, dir, 0, "destroy", "--state", ".flow/a.db", "--auto-approve")
+	if exists(filepath.Join(dir, "a.marker")) || !exists(filepath.Join(dir, "b.marker")) {
+		t.Error("destroy of a's state did not undo exactly a's instance")
+	}
+}

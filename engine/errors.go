@@ -87,3 +87,16 @@ func (e *PlaceError) Unwrap() error { return e.Err }
 type DeclinedError struct{}
 
 func (e *DeclinedError) Error() string { return "destroy cancelled: nothing was destroyed" }
+
+// OtherFlowError refuses a run of Flow on a state file that holds another flow's
+// instances: Holds, run Run's flow. A state file belongs to one flow.
+type OtherFlowError struct {
+	Path  string
+	Flow  string
+	Holds string
+	Run   uint64
+}
+
+func (e *OtherFlowError) Error() string {
+	return fmt.Sprintf("the state file %s belongs to the flow %s (run %d), not %s", e.Path, e.Holds, e.Run, e.Flow)
+}

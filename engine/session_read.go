@@ -23,7 +23,8 @@ type Preview struct {
 // Preview says what a run of req.Flow would do with each instance: resuming the
 // latest run of that flow when it did not finish (or, with targets or replacements,
 // starting from its records), else a new run. It never creates the state file, and
-// refuses with a *BusyError while a running flow holds it.
+// refuses with a *BusyError while a running flow holds it and with an *OtherFlowError
+// as Run does.
 func (s *Session) Preview(req Request) (*Preview, error) {
 	from, previous, base, err := s.previousFor(&req)
 	if err != nil {
@@ -48,6 +49,9 @@ func (s *Session) previousFor(req *Request) (*state.Run, map[string]*state.Insta
 	}
 	defer store.Close()
 	run, err := store.LatestRun()
+	if err == nil {
+		err = s.sameFlow(run, req.Flow)
+	}
 	if err != nil || run == nil || run.Destroys != 0 || (run.Status == state.Succeeded && !req.selective()) || run.Flow != absPath(req.Flow) {
 		return nil, nil, nil, err
 	}

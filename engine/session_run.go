@@ -9,8 +9,9 @@ import (
 	"github.com/flowdev/flow/engine/state"
 )
 
-// Run starts a new run of req.Flow. It refuses, with an *UnfinishedError, while the
-// latest run did not finish (unless req.New; never while a destroy did not finish).
+// Run starts a new run of req.Flow. It refuses with an *OtherFlowError when the state
+// file holds another flow's instances, and with an *UnfinishedError while the latest
+// run did not finish (unless req.New; never while a destroy did not finish).
 // With targets or replacements it starts from the records of the latest run of the
 // same flow, so what succeeded there stands. The error is non-nil when nothing ran:
 // the flow does not load, the request was refused, or the state file could not be
@@ -34,6 +35,9 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return s.walkRun(ctx, &req, h, Start{Kind: NewRun, Run: created}, l, plan, nil)
 	}
 	latest := h.latest
+	if err := s.sameFlow(latest, req.Flow); err != nil {
+		return nil, err
+	}
 	if latest != nil && latest.Status != state.Succeeded && (latest.Destroys != 0 || !req.New) {
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
 	}
@@ -148,4 +152,14 @@ func absPath(p string) string {
 		return abs
 	}
 	return p
+}
+
+// sameFlow refuses a run of flow on a state file whose latest run is of another flow,
+// unless that flow's instances were all destroyed (the latest run is a destroy that
+// succeeded).
+func (s *Session) sameFlow(latest *state.Run, flow string) error {
+	if latest == nil || latest.Flow == absPath(flow) || (latest.Destroys != 0 && latest.Status == state.Succeeded) {
+		return nil
+	}
+	return &OtherFlowError{Path: s.path, Flow: absPath(flow), Holds: latest.Flow, Run: latest.ID}
 }

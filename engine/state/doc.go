@@ -1,6 +1,6 @@
 // Package state is flow's checkpoint store: it keeps every run, the record of
 // every finished task instance and the output captured from it in one bbolt
-// file (by default .flow/state.db), so that `flow resume` can continue an
+// file (by default .flow/NAME.db, named after the flow), so that `flow resume` can continue an
 // interrupted run.
 //
 // The package owns the on-disk format of that file, its locking and its

@@ -69,6 +69,8 @@ type CLI struct {
 	statePath string
 	logLevel  string
 	logJSON   bool
+	// resolved is the state file: see resolveState.
+	resolved string
 	// movedFlow is resume's and destroy's --flow: where the run's flow is now.
 	movedFlow string
 	// stdin answers destroy's question when stdinTerminal says a person can.
@@ -95,7 +97,8 @@ with "flow resume" without redoing what succeeded.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file (default $FLOW_STATE or .flow/state.db)")
+	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file (default $FLOW_STATE, else .flow/NAME.db for a flow NAME.hcl or directory NAME)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return c.resolveState(cmd, args) }
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().BoolVar(&c.logJSON, "log-json", false, "write flow's own logs as JSON")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -122,15 +125,8 @@ func (c *CLI) Execute(args []string) error {
 	return c.root.Execute()
 }
 
-func (c *CLI) state() string {
-	if c.statePath != "" {
-		return c.statePath
-	}
-	if p := os.Getenv("FLOW_STATE"); p != "" {
-		return p
-	}
-	return ".flow/state.db"
-}
+// state is the state file the command uses, as resolveState chose it.
+func (c *CLI) state() string { return c.resolved }
 
 // logger writes flow's own logs to stderr. With redact set, every line passes through
 // it first, so a debug log of a command line never shows a sensitive value.

@@ -79,10 +79,15 @@ func (c *CLI) refused(err error) error {
 		unfin   *engine.UnfinishedError
 		nothing *engine.NothingToDoError
 		place   *engine.PlaceError
+		other   *engine.OtherFlowError
 	)
 	switch {
 	case errors.As(err, &flowErr):
 		return c.reportDiags(flowErr.Flow, flowErr.Diags)
+	case errors.As(err, &other):
+		return failf(ExitInvalid, "the state file %s belongs to the flow %s (run %d), not %s: give this flow a state file of its own "+
+			"(--state, or leave it out: the default is named after the flow), or first destroy what the other created with %q",
+			other.Path, displayPath(other.Holds), other.Run, displayPath(other.Flow), c.commandHint("flow destroy"))
 	case errors.As(err, &place) && place.Moved:
 		return failf(ExitInvalid, "%v", place)
 	case errors.As(err, &place):
