@@ -247,3 +247,52 @@ func TestOneFlowPerState(t *testing.T) {
 		t.Error("destroy of a's state did not undo exactly a's instance")
 	}
 }
+
+// membersFlow makes one marker per member where it runs; its undo removes it.
+const membersFlow = `variable "members" {
+  type    = set(string)
+  default = ["m1", "m2", "m3"]
+}
+
+task "exec" "member" {
+  for_each = var.members
+  script   = "touch ${each.key}.marker"
+  undo     = "rm -f ${each.key}.marker"
+}
+`
+
+// TestDroppedInstancesUndone (issue 20, defect 2): instances a shrunk for_each drops
+// are shown by plan as to be destroyed and undone by the next run; a task deleted from
+// the file is undone by the next run too; destroy then undoes all that is left.
+func TestDroppedInstancesUndone(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"main.hcl": membersFlow + markerFlow})
+	flowExit(t, tag, dir, 0, "run", "main.hcl")
+	for _, m := range []string{"m1", "m2", "m3", "a"} {
+		if !exists(filepath.Join(dir, m+".marker")) {
+			t.Fatalf("the first run did not create %s.marker", m)
+		}
+	}
+	r := flowExit(t, tag, dir, 0, "plan", "main.hcl", "--var", `members=["m1"]`)
+	for _, want := range []string{`destroy  exec.member["m2"]`, `destroy  exec.member["m3"]`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q\n%s", want, r.desc)
+		}
+	}
+	flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m1"]`)
+	if exists(filepath.Join(dir, "m2.marker")) || exists(filepath.Join(dir, "m3.marker")) || !exists(filepath.Join(dir, "m1.marker")) {
+		t.Errorf("the run with members m1 did not undo exactly m2 and m3")
+	}
+	writeFiles(t, dir, map[string]string{"main.hcl": membersFlow}) // exec.a deleted
+	r = flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m1"]`)
+	if exists(filepath.Join(dir, "a.marker")) {
+		t.Errorf("the run without exec.a left a.marker\n%s", r.desc)
+	}
+	flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m4"]`)
+	flowExit(t, tag, dir, 0, "destroy", "--auto-approve")
+	for _, m := range []string{"m1", "m4"} {
+		if exists(filepath.Join(dir, m+".marker")) {
+			t.Errorf("destroy left %s.marker", m)
+		}
+	}
+}

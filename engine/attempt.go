@@ -43,6 +43,8 @@ type attemptResult struct {
 	redacted        bool
 	fingerprint     string
 	attrHashes      map[string]string
+	inputs          map[string]state.Value // storedInputs
+	withheld        []string
 	began, finished time.Time
 }
 
@@ -164,6 +166,9 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 	if inst.Task.Read {
 		res.value = instanceValue(inst.Task, ev.inputs, conv)
 	}
+	if inst.Task.Kind.Destroys() {
+		res.inputs, res.withheld = storedInputs(ev.inputs)
+	}
 	if redact {
 		res.redacted = true
 		return nil
@@ -242,4 +247,21 @@ func diagText(diags hcl.Diagnostics) string {
 		lines = append(lines, s)
 	}
 	return strings.Join(lines, "; ")
+}
+
+// storedInputs encodes inputs for the state, leaving out (and naming) those that
+// derive from a secret or cannot be encoded.
+func storedInputs(inputs map[string]cty.Value) (map[string]state.Value, []string) {
+	stored := make(map[string]state.Value, len(inputs))
+	var withheld []string
+	for name, v := range inputs {
+		sv, err := state.EncodeValue(v)
+		if v.ContainsMarked() || !v.IsWhollyKnown() || err != nil {
+			withheld = append(withheld, name)
+			continue
+		}
+		stored[name] = sv
+	}
+	sort.Strings(withheld)
+	return stored, withheld
 }

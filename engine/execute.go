@@ -265,6 +265,7 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		// Outputs and hashes go to the state file only: the record kept in memory (for
 		// status and the summary) would otherwise grow a long run's heap with every success.
 		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
+		rec.Inputs, rec.Withheld, rec.Retain = res.inputs, res.withheld, res.inst.Task.RetainOnDestroy
 		// Only dependents must wait for the record to be durable; a leaf's success rides
 		// along with the next commit (a kill before then runs it again on resume).
 		wait := len(c.plan.Dependents(addr)) > 0

@@ -56,6 +56,10 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	if req.Observer != nil {
 		req.Observer.Started(start, d)
 	}
+	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
+	if failed, err := s.orphanPass(ctx, h.store, run, walked, &req); err != nil || failed != nil {
+		return &Outcome{Run: run, Result: failed, Loaded: l, Walker: d, Err: err}, nil
+	}
 	res, runErr := d.Run(ctx)
 	if runErr != nil { // the last checkpoint, and the record with it, failed: try once more
 		_ = finishDestroy(h.store, run, res, runErr) // runErr already says the state could not be written
@@ -134,5 +138,16 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 	j.created = created
 	j.preview = &DestroyPreview{Target: j.target, Continues: j.run, Flow: j.place.flow, Dir: j.place.dir,
 		Decisions: j.loaded.Plan.previewDestroy(created, j.done)}
+	live, err := liveInstances(store)
+	if err != nil {
+		return nil, err
+	}
+	var orphans []Decision
+	for _, o := range orphansOf(live, nil) {
+		if addr := o.rec.Address; j.loaded.Plan.Instances[addr] == nil || !ran(created[addr]) {
+			orphans = append(orphans, s.orphanDecision(o))
+		}
+	}
+	j.preview.Decisions = append(orphans, j.preview.Decisions...)
 	return j, nil
 }

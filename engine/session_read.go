@@ -18,6 +18,9 @@ type Preview struct {
 	From      *RunRecord
 	Plan      *Plan // the part of the flow the targets select
 	Decisions []Decision
+	// Removed is what the run does first with the instances the state holds and the
+	// flow no longer has: destroy, or keep (left as they are).
+	Removed []Decision
 }
 
 // Preview says what a run of req.Flow would do with each instance: resuming the
@@ -30,11 +33,39 @@ func (s *Session) Preview(req Request) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, plan, err := s.loadSelected(&req, req.Flow, base)
+	l, plan, err := s.loadSelected(&req, req.Flow, base)
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{From: from, Plan: plan, Decisions: plan.Preview(previous, req.Replace)}, nil
+	pv := &Preview{From: from, Plan: plan, Decisions: plan.Preview(previous, req.Replace)}
+	if !req.selective() {
+		if pv.Removed, err = s.previewOrphans(l.Plan); err != nil {
+			return nil, err
+		}
+	}
+	return pv, nil
+}
+
+// previewOrphans says what a run of p would do with the instances the state holds
+// and p does not have.
+func (s *Session) previewOrphans(p *Plan) ([]Decision, error) {
+	store, err := s.openRead()
+	if errors.As(err, new(*NoStateError)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	live, err := liveInstances(store)
+	if err != nil {
+		return nil, err
+	}
+	var out []Decision
+	for _, o := range orphansOf(live, p) {
+		out = append(out, s.orphanDecision(o))
+	}
+	return out, nil
 }
 
 // previousFor returns the latest run of req.Flow with its records and variables if

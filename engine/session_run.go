@@ -138,6 +138,12 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	if req.Observer != nil {
 		req.Observer.Started(start, runner)
 	}
+	if !req.selective() {
+		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
+		if failed, err := s.orphanPass(ctx, h.store, run, inFlow, req); err != nil || failed != nil {
+			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil
+		}
+	}
 	res, runErr := runner.Run(ctx)
 	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
 		if err := finishRun(h.store, run, res, runErr, l.Plan); err != nil && runErr == nil {

@@ -70,6 +70,16 @@ type Instance struct {
 	AttrHashes  map[string]string `json:"attr_hashes,omitempty"`
 	Redacted    bool              `json:"redacted,omitempty"` // outputs held a secret and were not stored
 	Order       int               `json:"order,omitempty"`    // position in the plan, for listing
+	// Inputs are, for a type that can be undone, the inputs it succeeded with but
+	// those that derive from a secret (named in Withheld): what undoes it once the
+	// flow no longer has it.
+	Inputs   map[string]Value `json:"inputs,omitempty"`
+	Withheld []string         `json:"withheld,omitempty"`
+	// Retain is the task's retain_on_destroy.
+	Retain bool `json:"retain,omitempty"`
+	// Removed marks an instance no longer in the flow that this run undid (succeeded)
+	// or failed to undo.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // check reports whether r can be stored.
@@ -95,6 +105,9 @@ func (in *Instance) check() error {
 		return errors.New("instance with empty address")
 	}
 	if err := checkValues("output", in.Outputs); err != nil {
+		return fmt.Errorf("instance %q: %w", in.Address, err)
+	}
+	if err := checkValues("input", in.Inputs); err != nil {
 		return fmt.Errorf("instance %q: %w", in.Address, err)
 	}
 	return nil

@@ -69,6 +69,7 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
 	default:
 		fmt.Fprintf(c.stdout, "A new run from the checkpoints of run %d would:\n", pv.From.ID)
 	}
+	removed := printDecisions(c.stdout, pv.Removed)
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	for _, d := range pv.Decisions {
@@ -82,6 +83,10 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
 	tw.Flush()
 	fmt.Fprintf(c.stdout, "%s: %d to run, %d to skip, %d decided at run time.\n",
 		count(len(pv.Plan.Order), "instance"), counts["run"], counts["skip"], counts["run?"])
+	if len(pv.Removed) > 0 {
+		fmt.Fprintf(c.stdout, "%s no longer in the flow: %d to destroy first, %d to keep.\n",
+			count(len(pv.Removed), "instance"), removed[engine.ActionDestroy], removed[engine.ActionKeep])
+	}
 	return nil
 }
 
