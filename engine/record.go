@@ -20,7 +20,7 @@ func newRunRecord(l *Loaded) (*state.Run, error) {
 		return nil, err
 	}
 	run := &state.Run{Flow: abs, FlowHash: l.Flow.Hash, Status: state.Running,
-		StartedAt: time.Now().UTC(), PID: os.Getpid()}
+		StartedAt: time.Now().UTC(), PID: os.Getpid(), Plugins: pluginRecords(l.Flow)}
 	if err := recordVars(run, l); err != nil {
 		return nil, err
 	}
@@ -67,6 +67,7 @@ func resumeRun(store *state.Store, run *state.Run, l *Loaded) (changed bool, err
 	changed = run.FlowHash != l.Flow.Hash
 	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.Flow.Hash, state.Running, os.Getpid(), nil, ""
 	run.Resumes++
+	run.Plugins = pluginRecords(l.Flow)
 	if err := recordVars(run, l); err != nil {
 		return changed, err
 	}

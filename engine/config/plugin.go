@@ -41,8 +41,7 @@ func (f *Flow) loadPlugins(blocks hcl.Blocks, reg *tasks.Registry) (*tasks.Regis
 		}
 		next, use, err := reg.WithPlugin(tasks.PluginSpec{Name: name, Source: source, Dir: f.Dir})
 		if err != nil {
-			diags = append(diags, errorf(content.Attributes["source"].Expr.Range(), "Cannot use plugin",
-				"Plugin %q: %s.", name, err))
+			diags = append(diags, errorf(content.Attributes["source"].Expr.Range(), "Cannot use plugin", "%s.", err))
 			continue
 		}
 		reg = next

@@ -49,7 +49,7 @@ task "thing" "a" {
 		{name: "required attribute", src: `plugin "p" { source = "./thing" }
 task "thing" "a" {}`, diags: []string{`The argument "size" is required`}},
 		{name: "not found", src: `plugin "p" { source = "./nope" }
-task "thing" "a" { size = 1 }`, diags: []string{`Plugin "p": no executable ./nope.`, `There is no task type "thing"`}},
+task "thing" "a" { size = 1 }`, diags: []string{`no executable ./nope.`, `There is no task type "thing"`}},
 		{name: "no source", src: `plugin "p" {}`, diags: []string{`The argument "source" is required`}},
 		{name: "duplicate", src: `plugin "p" { source = "./thing" }
 plugin "p" { source = "./thing" }`, diags: []string{`Plugin "p" is declared twice`}},

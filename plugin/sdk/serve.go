@@ -23,6 +23,12 @@ import (
 	"github.com/flowdev/flow/tasks"
 )
 
+// Stderr is the plugin process's own standard error, as it was before Serve: what a
+// task writes here reaches flow at once, and flow shows its last lines when the
+// plugin crashes. (Serve redirects os.Stderr into a gRPC stream that a crash may cut
+// short; env.Logger writes here too.)
+var Stderr = os.Stderr
+
 // Serve registers the task types of every register function and serves them until
 // flow ends the plugin. It does not return when serving; it exits with status 1 when
 // a type cannot be served (a bad config struct, a duplicate name) or the executable
@@ -41,6 +47,6 @@ func Serve(register ...func(*tasks.Registry) error) {
 		HandshakeConfig: plugin.Handshake,
 		Plugins:         plugin.Plugins(srv),
 		GRPCServer:      goplugin.DefaultGRPCServer,
-		Logger:          hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Info}),
+		Logger:          hclog.New(&hclog.LoggerOptions{Output: Stderr, JSONFormat: true, Level: hclog.Info}),
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"sync"
 
@@ -161,7 +160,7 @@ func (s *Server) Destroy(req *pluginpb.DestroyRequest, stream pluginpb.TaskPlugi
 func guard(f func() (tasks.Outputs, error)) (out tasks.Outputs, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(os.Stderr, "task panicked: %v\n%s", p, debug.Stack())
+			fmt.Fprintf(Stderr, "task panicked: %v\n%s", p, debug.Stack())
 			out, err = nil, fmt.Errorf("task panicked: %v", p)
 		}
 	}()
@@ -170,7 +169,7 @@ func guard(f func() (tasks.Outputs, error)) (out tasks.Outputs, err error) {
 
 func newEnv(req *pluginpb.TaskRequest, stdout, stderr io.Writer) *tasks.Env {
 	return &tasks.Env{Address: req.GetAddress(), Attempt: int(req.GetAttempt()), Stdout: stdout, Stderr: stderr,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: req.GetAddress(), Output: os.Stderr, JSONFormat: true, Level: hclog.Info})}
+		Logger: hclog.New(&hclog.LoggerOptions{Name: req.GetAddress(), Output: Stderr, JSONFormat: true, Level: hclog.Info})}
 }
 
 func resultEvent(outputs map[string]*pluginpb.Value, err error) *pluginpb.Event {

@@ -23,7 +23,9 @@ type Marker struct {
 	Content string         `hcl:"content" doc:"What the file holds."`
 	Token   string         `hcl:"token,optional" sensitive:"true" doc:"A secret the task prints (to test redaction)."`
 	Delay   tasks.Duration `hcl:"delay,optional" doc:"Sleep before writing, honouring cancellation."`
-	Crash   bool           `hcl:"crash,optional" doc:"Print to stderr and exit the plugin process."`
+	After   tasks.Duration `hcl:"after,optional" doc:"Sleep after writing, honouring cancellation: a kill then leaves the file unrecorded."`
+	Log     string         `hcl:"log,optional" doc:"File to which every write appends a line."`
+	Crash   bool           `hcl:"crash,optional" doc:"After delay, print to stderr and exit the plugin process."`
 	Hang    bool           `hcl:"hang,optional" doc:"Never return, ignoring cancellation."`
 }
 
@@ -77,25 +79,43 @@ func (m *Marker) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 	if m.Token != "" {
 		fmt.Fprintf(env.Stdout, "using token %s\n", m.Token)
 	}
+	if err := sleep(ctx, m.Delay); err != nil {
+		return nil, fmt.Errorf("marker %s: %w", m.Path, err)
+	}
 	switch {
 	case m.Crash:
-		fmt.Fprintf(os.Stderr, "marker: cannot go on with %s\n", m.Path)
-		fmt.Fprintln(os.Stderr, "marker: exiting")
+		fmt.Fprintf(sdk.Stderr, "marker: cannot go on with %s\n", m.Path)
+		fmt.Fprintln(sdk.Stderr, "marker: exiting")
 		os.Exit(3)
 	case m.Hang:
 		fmt.Fprintf(env.Stdout, "hanging on %s\n", m.Path)
 		select {}
 	}
-	select {
-	case <-ctx.Done():
-		return nil, fmt.Errorf("marker %s: %w", m.Path, ctx.Err())
-	case <-time.After(m.Delay.Or(0)):
-	}
 	if err := os.WriteFile(m.Path, []byte(m.Content), 0o644); err != nil {
 		return nil, err
 	}
+	if m.Log != "" {
+		f, err := os.OpenFile(m.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(f, m.Path)
+		f.Close()
+	}
 	fmt.Fprintf(env.Stdout, "wrote %s\n", m.Path)
+	if err := sleep(ctx, m.After); err != nil {
+		return nil, fmt.Errorf("marker %s: %w", m.Path, err)
+	}
 	return m.outputs(), nil
+}
+
+func sleep(ctx context.Context, d tasks.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d.Or(0)):
+		return nil
+	}
 }
 
 // Destroy removes the file.
