@@ -24,7 +24,7 @@ func newRunRecord(l *Loaded) (*state.Run, error) {
 		return nil, fmt.Errorf("record the working directory: %w", err)
 	}
 	run := &state.Run{Flow: abs, Dir: wd, FlowHash: l.Flow.Hash, Status: state.Running,
-		StartedAt: time.Now().UTC(), PID: os.Getpid()}
+		StartedAt: time.Now().UTC(), PID: os.Getpid(), Plugins: pluginRecords(l.Flow)}
 	if err := recordVars(run, l); err != nil {
 		return nil, err
 	}
@@ -73,6 +73,7 @@ func resumeRun(store *state.Store, run *state.Run, l *Loaded, p place) (changed 
 	run.Flow, run.Dir = p.flow, p.dir
 	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.Flow.Hash, state.Running, os.Getpid(), nil, ""
 	run.Resumes++
+	run.Plugins = pluginRecords(l.Flow)
 	if err := recordVars(run, l); err != nil {
 		return changed, err
 	}

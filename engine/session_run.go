@@ -98,6 +98,7 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnPluginChanges(&req, latest, l, previous)
 	changed, err := resumeRun(h.store, latest, l, p)
 	if err != nil {
 		return nil, err

@@ -18,4 +18,8 @@ need make make
 need sh dash
 need sleep coreutils
 need openssl openssl   # the Karmada local lab makes its keys and webhook certificate with it
+# The Python plugin (plugins/python) and its test run on Debian's gRPC for Python.
+/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null ||
+  bash "$(dirname "$0")/apt-install.sh" python3-grpcio python3-protobuf ||
+  case "${CI:-}" in ''|0|[Ff][Aa][Ll][Ss][Ee]) ;; *) exit 1 ;; esac
 echo "prereqs: ok"

@@ -37,6 +37,8 @@ type Type struct {
 	DestroyReads []string
 }
 
+var errNoPluginLoader = errors.New("this flow binary cannot start plugins")
+
 // Output declares one output attribute of a task type.
 type Output struct {
 	Name string
@@ -61,7 +63,8 @@ const SensitiveMark = mark("sensitive")
 // A Registry is filled once at start-up and then only read, so reads need no locking;
 // Register must not be called concurrently with anything else.
 type Registry struct {
-	types map[string]*Type
+	types   map[string]*Type
+	plugins PluginLoader // nil: flows cannot name plugins (SetPluginLoader)
 }
 
 // NewRegistry returns an empty registry. main builds the real one explicitly so tests

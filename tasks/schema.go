@@ -15,12 +15,26 @@ type Attribute struct {
 	Type     cty.Type
 	Required bool
 	Doc      string
+	// Sensitive attributes hold a secret (tag `sensitive:"true"`); flow tasks says so.
+	Sensitive bool
+}
+
+// Described is a task whose attributes are described at run time rather than by
+// hcl-tagged fields: a plugin's type. Attributes returns its Schema, and Decode calls
+// its DecodeValues with the same values it would assign to fields.
+type Described interface {
+	Task
+	Schema() []Attribute
+	DecodeValues(values map[string]cty.Value) error
 }
 
 // Attributes lists the hcl-tagged fields of a task's config struct, in field order.
 // Its types are what a value is converted to before decoding, so the config loader
 // uses them to report a wrong type on the attribute's own range.
 func Attributes(t Task) ([]Attribute, error) {
+	if d, ok := t.(Described); ok {
+		return d.Schema(), nil
+	}
 	rv := reflect.ValueOf(t)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("constructor must return a pointer to a struct, got %T", t)
@@ -34,7 +48,7 @@ func Attributes(t Task) ([]Attribute, error) {
 			continue
 		}
 		name, kind, _ := strings.Cut(tag, ",")
-		a := Attribute{Name: name, Doc: f.Tag.Get("doc")}
+		a := Attribute{Name: name, Doc: f.Tag.Get("doc"), Sensitive: f.Tag.Get("sensitive") == "true"}
 		switch kind {
 		case "", "attr":
 			a.Required = true
@@ -90,6 +104,9 @@ func TypeString(t cty.Type) string {
 // unmarked and already converted to the attribute's type; null leaves the field zero.
 // A Duration that does not parse is an *AttrError.
 func Decode(t Task, values map[string]cty.Value) error {
+	if d, ok := t.(Described); ok {
+		return d.DecodeValues(values)
+	}
 	rv := reflect.ValueOf(t).Elem()
 	st := rv.Type()
 	for i := 0; i < st.NumField(); i++ {

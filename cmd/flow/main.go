@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flowdev/flow/cmd/flow/cli"
+	"github.com/flowdev/flow/plugin/host"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
 	"github.com/flowdev/flow/tasks/image"
@@ -37,6 +38,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Plugins a flow names are started on first use and ended here (a SIGKILLed flow
+	// takes them along by Pdeathsig).
+	plugins := host.NewLoader(nil)
+	defer plugins.Close()
+	reg.SetPluginLoader(plugins)
 	return cli.New(reg, os.Stdout, os.Stderr).Execute(os.Args[1:])
 }
 

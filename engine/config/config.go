@@ -38,6 +38,8 @@ type Flow struct {
 	Outputs []*Output
 	// Modules are the module calls, in declaration order; each holds its loaded module.
 	Modules []*ModuleCall
+	// Plugins are the plugins the flow's plugin blocks name, as found and started.
+	Plugins []tasks.PluginUse
 
 	taskIndex   map[string]*Task
 	moduleIndex map[string]*ModuleCall

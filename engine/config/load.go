@@ -21,6 +21,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "task", LabelNames: []string{"type", "name"}},
 	{Type: "output", LabelNames: []string{"name"}},
 	{Type: "module", LabelNames: []string{"name"}},
+	{Type: "plugin", LabelNames: []string{"name"}},
 }}
 
 // Load reads the flow at path, a .hcl file or a directory of them, and checks it
@@ -77,6 +78,9 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	for _, b := range blocks.OfType("locals") {
 		diags = append(diags, f.decodeLocals(b)...)
 	}
+	// Plugins before tasks: their types join the registry the tasks are checked against.
+	reg, d := f.loadPlugins(blocks.OfType("plugin"), reg)
+	diags = append(diags, d...)
 	for _, b := range blocks.OfType("task") {
 		diags = append(diags, f.decodeTask(b, reg)...)
 	}

@@ -49,6 +49,8 @@ type Run struct {
 	// Destroys is, for a run of `flow destroy`, the id of the run whose instances it
 	// undoes; 0 for a run of the flow itself.
 	Destroys uint64 `json:"destroys,omitempty"`
+	// Plugins are the plugin executables the run used (engine/plugins.go).
+	Plugins []Plugin `json:"plugins,omitempty"`
 }
 
 // Instance is the record of one task instance of a run, keyed by its

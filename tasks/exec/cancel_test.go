@@ -108,88 +108,94 @@ func TestRunCancel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			setKillGrace(t, tt.grace)
-			pidFile := filepath.Join(t.TempDir(), "pid")
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			want := context.Canceled
-			if tt.timeout {
-				ctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+			paths(t, func(t *testing.T, as func(*testing.T, *Exec) tasks.Task) {
+				pidFile := filepath.Join(t.TempDir(), "pid")
+				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				want = context.DeadlineExceeded
-			}
-			e := &Exec{Script: tt.script, Env: map[string]string{"PIDFILE": pidFile}}
-			type result struct {
-				out tasks.Outputs
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				out, err := e.Run(ctx, testEnv(newSyncBuffer(), newSyncBuffer()))
-				done <- result{out, err}
-			}()
-			pid := readPID(t, pidFile)
-			start := time.Now()
-			if !tt.timeout {
-				cancel()
-			}
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Run did not return within 10s of cancellation")
-			}
-			took := time.Since(start)
-			if took < tt.minTime || took > tt.maxTime {
-				t.Errorf("Run returned %v after cancellation, want between %v and %v", took, tt.minTime, tt.maxTime)
-			}
-			if !errors.Is(r.err, want) {
-				t.Errorf("Run error = %v, want it to wrap %v", r.err, want)
-			}
-			if wantMsg := "script stopped: " + want.Error(); r.err == nil || r.err.Error() != wantMsg {
-				t.Errorf("Run error = %v, want %q", r.err, wantMsg)
-			}
-			if r.out == nil {
-				t.Error("no outputs returned with the cancellation error")
-			} else if code := outCode(t, r.out); code == 0 {
-				t.Error("exit_code = 0 for a stopped command")
-			}
-			waitGone(t, pid)
+				want := context.Canceled
+				if tt.timeout {
+					ctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+					defer cancel()
+					want = context.DeadlineExceeded
+				}
+				e := &Exec{Script: tt.script, Env: map[string]string{"PIDFILE": pidFile}}
+				type result struct {
+					out tasks.Outputs
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					out, err := as(t, e).Run(ctx, testEnv(newSyncBuffer(), newSyncBuffer()))
+					done <- result{out, err}
+				}()
+				pid := readPID(t, pidFile)
+				start := time.Now()
+				if !tt.timeout {
+					cancel()
+				}
+				var r result
+				select {
+				case r = <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("Run did not return within 10s of cancellation")
+				}
+				took := time.Since(start)
+				if took < tt.minTime || took > tt.maxTime {
+					t.Errorf("Run returned %v after cancellation, want between %v and %v", took, tt.minTime, tt.maxTime)
+				}
+				if !errors.Is(r.err, want) {
+					t.Errorf("Run error = %v, want it to wrap %v", r.err, want)
+				}
+				if wantMsg := "script stopped: " + want.Error(); r.err == nil || r.err.Error() != wantMsg {
+					t.Errorf("Run error = %v, want %q", r.err, wantMsg)
+				}
+				if r.out == nil {
+					t.Error("no outputs returned with the cancellation error")
+				} else if code := outCode(t, r.out); code == 0 {
+					t.Error("exit_code = 0 for a stopped command")
+				}
+				waitGone(t, pid)
+			})
 		})
 	}
 }
 
 // A process left running after a normal exit may hold the pipes; Run still returns.
 func TestRunLeftoverHoldsPipes(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	e := &Exec{Script: `sleep 30 & echo $! > "$PIDFILE"; echo hi`, Env: map[string]string{"PIDFILE": pidFile}}
-	start := time.Now()
-	out, err := e.Run(context.Background(), testEnv(newSyncBuffer(), newSyncBuffer()))
-	if took := time.Since(start); took > command.PipeDrain+2*time.Second {
-		t.Errorf("Run took %v, want about %v", took, command.PipeDrain)
-	}
-	pid := readPID(t, pidFile)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := outString(t, out, "stdout"); got != "hi" {
-		t.Errorf("stdout = %q, want %q", got, "hi")
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	paths(t, func(t *testing.T, as func(*testing.T, *Exec) tasks.Task) {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		e := &Exec{Script: `sleep 30 & echo $! > "$PIDFILE"; echo hi`, Env: map[string]string{"PIDFILE": pidFile}}
+		start := time.Now()
+		out, err := as(t, e).Run(context.Background(), testEnv(newSyncBuffer(), newSyncBuffer()))
+		if took := time.Since(start); took > command.PipeDrain+2*time.Second {
+			t.Errorf("Run took %v, want about %v", took, command.PipeDrain)
+		}
+		pid := readPID(t, pidFile)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if got := outString(t, out, "stdout"); got != "hi" {
+			t.Errorf("stdout = %q, want %q", got, "hi")
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	})
 }
 
 func TestRunAlreadyCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "ran")
-	out, err := (&Exec{Command: []string{"touch", marker}}).Run(ctx, &tasks.Env{})
-	if !errors.Is(err, context.Canceled) || err.Error() != `command "touch" not started: context canceled` {
-		t.Errorf("Run error = %v, want %q", err, `command "touch" not started: context canceled`)
-	}
-	if out != nil {
-		t.Errorf("outputs = %v, want nil", out)
-	}
-	if _, err := os.Stat(marker); !os.IsNotExist(err) {
-		t.Error("command ran despite the cancelled context")
-	}
+	paths(t, func(t *testing.T, as func(*testing.T, *Exec) tasks.Task) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		dir := t.TempDir()
+		marker := filepath.Join(dir, "ran")
+		out, err := as(t, &Exec{Command: []string{"touch", marker}}).Run(ctx, &tasks.Env{})
+		if !errors.Is(err, context.Canceled) || err.Error() != `command "touch" not started: context canceled` {
+			t.Errorf("Run error = %v, want %q", err, `command "touch" not started: context canceled`)
+		}
+		if out != nil {
+			t.Errorf("outputs = %v, want nil", out)
+		}
+		if _, err := os.Stat(marker); !os.IsNotExist(err) {
+			t.Error("command ran despite the cancelled context")
+		}
+	})
 }

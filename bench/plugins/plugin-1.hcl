@@ -1,0 +1,7 @@
+plugin "pexec" {
+  source = "./flow-plugin-exec"
+}
+task "pexec" "w" {
+  for_each = toset([for i in range(1) : tostring(i)])
+  command  = ["true"]
+}

@@ -1,0 +1,7 @@
+plugin "pexec" {
+  source = "./flow-plugin-exec"
+}
+task "pexec" "w" {
+  for_each = toset(flatten([for a in range(40) : [for b in range(50) : "${a}-${b}"]]))
+  command  = ["true"]
+}

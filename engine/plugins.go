@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/state"
+)
+
+// pluginRecords are the plugins flow loaded, as a run records them.
+func pluginRecords(f *config.Flow) []state.Plugin {
+	var out []state.Plugin
+	for _, p := range f.Plugins {
+		out = append(out, state.Plugin{Name: p.Name, Path: p.Path, Sha256: p.Sha256, Types: p.Types})
+	}
+	return out
+}
+
+// pluginChanges compares the plugins run recorded with those l loaded: a plugin whose
+// executable moved or whose sha256 changed is a warning naming the instances that
+// will run with the new executable (those of its types that have not succeeded).
+func pluginChanges(run *state.Run, l *Loaded, previous map[string]*state.Instance) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	before := map[string]state.Plugin{}
+	for _, p := range run.Plugins {
+		before[p.Name] = p
+	}
+	for _, now := range pluginRecords(l.Flow) {
+		was, ok := before[now.Name]
+		if !ok || (was.Path == now.Path && was.Sha256 == now.Sha256) {
+			continue
+		}
+		types := map[string]bool{}
+		for _, t := range now.Types {
+			types[t] = true
+		}
+		var affected []string
+		for addr, inst := range l.Plan.Instances {
+			if rec := previous[addr]; types[inst.Task.Type] && (rec == nil || rec.Status != state.Succeeded) {
+				affected = append(affected, addr)
+			}
+		}
+		sort.Strings(affected)
+		what := "no instance: every one of its instances succeeded"
+		if len(affected) > 0 {
+			what = strings.Join(affected, ", ")
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Plugin changed since the run started",
+			Detail: fmt.Sprintf("Plugin %q was %s (sha256 %s) and is now %s (sha256 %s). The resumed run uses the new executable for %s.",
+				now.Name, was.Path, short(was.Sha256), now.Path, short(now.Sha256), what)})
+	}
+	return diags
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
+
+// warnPluginChanges tells req.Warn what pluginChanges found.
+func warnPluginChanges(req *Request, run *state.Run, l *Loaded, previous map[string]*state.Instance) {
+	if diags := pluginChanges(run, l, previous); len(diags) > 0 && req.Warn != nil {
+		req.Warn(l.Flow, diags)
+	}
+}

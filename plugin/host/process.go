@@ -1,0 +1,180 @@
+// Package host runs task plugins for flow: it finds a plugin's executable, starts it
+// with go-plugin (protocol plugin.ProtocolVersion, the executable's sha256 taken
+// first), reads the schema of the types it serves and turns each into a tasks.Type
+// whose tasks call the plugin over gRPC. A plugin that crashes, hangs or breaks the
+// protocol fails the attempt that was using it, with its last stderr lines; the next
+// call starts it again. Close (or go-plugin's CleanupClients) ends every process it
+// started, and on Linux a SIGKILLed flow takes its plugins along (Pdeathsig).
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/flowdev/flow/plugin"
+	pluginpb "github.com/flowdev/flow/plugin/proto"
+)
+
+// StartTimeout bounds how long a plugin may take to print its handshake.
+var StartTimeout = 20 * time.Second
+
+// Process is one plugin executable and the process that serves it, started on first
+// use and again after it exited. It is safe for concurrent use.
+type Process struct {
+	Name   string // the plugin block's label
+	Path   string // absolute path of the executable
+	Sha256 string // hex digest of the executable when it was found
+
+	logger hclog.Logger
+	tail   *tail
+
+	mu     sync.Mutex
+	client *goplugin.Client
+	rpc    pluginpb.TaskPluginClient
+}
+
+// conn returns a client of the running plugin process, starting it when none runs.
+func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client != nil && !p.client.Exited() {
+		return p.rpc, nil
+	}
+	if p.client != nil {
+		p.client.Kill()
+	}
+	cmd := exec.Command(p.Path)
+	setDeathSignal(cmd)
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake,
+		Plugins:          plugin.Plugins(nil),
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Managed:          true,
+		Logger:           p.logger,
+		Stderr:           p.tail,
+		SyncStderr:       p.tail,
+		SyncStdout:       io.Discard,
+		StartTimeout:     StartTimeout,
+	})
+	rpcClient, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return nil, p.startError(err)
+	}
+	raw, err := rpcClient.Dispense(plugin.Name)
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("plugin %q (%s): %w", p.Name, p.Path, err)
+	}
+	p.client, p.rpc = client, raw.(pluginpb.TaskPluginClient)
+	return p.rpc, nil
+}
+
+var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
+
+// startError says why the plugin did not start; a plugin of another protocol version
+// is named with both versions.
+func (p *Process) startError(err error) error {
+	if m := versionRE.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d: rebuild it for protocol %d",
+			p.Name, p.Path, m[1], plugin.ProtocolVersion, plugin.ProtocolVersion)
+	}
+	return fmt.Errorf("start plugin %q (%s): %w%s", p.Name, p.Path, err, p.tail.lines())
+}
+
+// callError is what a failed call reports: when the process died (or the call broke
+// the protocol), the plugin's last stderr lines.
+func (p *Process) callError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("plugin %q: %s: %w", p.Name, what, ctx.Err())
+	}
+	p.mu.Lock()
+	client := p.client
+	p.mu.Unlock()
+	exited := false
+	for deadline := time.Now().Add(2 * time.Second); client != nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if exited = client.Exited(); exited {
+			time.Sleep(50 * time.Millisecond) // the stderr reader's last lines
+			break
+		}
+	}
+	if exited {
+		return fmt.Errorf("plugin %q exited during %s: %w%s", p.Name, what, err, p.tail.lines())
+	}
+	return fmt.Errorf("plugin %q: %s: %w%s", p.Name, what, err, p.tail.lines())
+}
+
+// Kill ends the plugin process, if one runs.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client != nil {
+		p.client.Kill()
+		p.client = nil
+	}
+}
+
+// tail keeps the last lines a plugin wrote to stderr.
+type tail struct {
+	mu      sync.Mutex
+	partial []byte
+	last    []string
+}
+
+const tailLines = 10
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, b...)
+	for {
+		i := strings.IndexByte(string(t.partial), '\n')
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimSpace(string(t.partial[:i])); line != "" {
+			t.last = append(t.last, line)
+		}
+		t.partial = t.partial[i+1:]
+	}
+	if len(t.last) > tailLines {
+		t.last = append([]string(nil), t.last[len(t.last)-tailLines:]...)
+	}
+	return len(b), nil
+}
+
+// lines is the tail as an error suffix: "; its last stderr lines:\n  ..." or "".
+func (t *tail) lines() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last := t.last
+	if p := strings.TrimSpace(string(t.partial)); p != "" {
+		last = append(append([]string(nil), last...), p)
+	}
+	if len(last) == 0 {
+		return ""
+	}
+	return "; its last stderr lines:\n  " + strings.Join(last, "\n  ")
+}
+
+var errNoResult = errors.New("the plugin ended the stream without a result")
+
+// NewProcess returns the plugin at path, named name, not started yet: Types starts
+// it. Loader is how flow makes them; tests of a plugin may use this directly.
+func NewProcess(name, path string, logger hclog.Logger) *Process {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &Process{Name: name, Path: path, logger: logger, tail: &tail{}}
+}

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowdev/flow/plugin"
+	pluginpb "github.com/flowdev/flow/plugin/proto"
+	"github.com/flowdev/flow/tasks"
+)
+
+// remoteType is one type a plugin serves, as its schema describes it.
+type remoteType struct {
+	proc    *Process
+	name    string
+	attrs   []tasks.Attribute
+	outputs []tasks.Output
+	checks  bool
+}
+
+// Types asks p for its schema and returns a tasks.Type for each type it serves,
+// documented as served by p. A type whose attribute is one of the shared settings is
+// an error, as for a built-in type.
+func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
+	rpc, err := p.conn()
+	if err != nil {
+		return nil, err
+	}
+	res, err := rpc.Schema(ctx, &pluginpb.SchemaRequest{ProtocolVersion: plugin.ProtocolVersion})
+	if err != nil {
+		return nil, p.callError(ctx, "schema", err)
+	}
+	var out []tasks.Type
+	for _, s := range res.GetTypes() {
+		attrs, outputs, err := plugin.DecodeSchema(s)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", p.Name, err)
+		}
+		for _, a := range attrs {
+			if tasks.IsMetaAttribute(a.Name) {
+				return nil, fmt.Errorf("plugin %q: task type %q: attribute %q is reserved for the engine", p.Name, s.GetName(), a.Name)
+			}
+		}
+		rt := &remoteType{proc: p, name: s.GetName(), attrs: attrs, outputs: outputs, checks: s.GetChecks()}
+		destroys := s.GetDestroys()
+		out = append(out, tasks.Type{
+			Name: s.GetName(), Summary: s.GetSummary(),
+			Doc:     s.GetDoc() + fmt.Sprintf("\n\nServed by the plugin %q (%s).", p.Name, p.Path),
+			Outputs: outputs, Example: s.GetExample(), Undo: s.GetUndo(), UndoAttr: s.GetUndoAttr(),
+			DestroyReads: s.GetDestroyReads(),
+			New: func() tasks.Task {
+				if destroys {
+					return &destroyerTask{Task: &Task{typ: rt}}
+				}
+				return &Task{typ: rt}
+			},
+		})
+	}
+	return out, nil
+}
+
+// ValidateTimeout bounds a plugin's Validate, which must be fast and offline.
+var ValidateTimeout = 30 * time.Second

@@ -1,0 +1,50 @@
+package tasks
+
+// PluginSpec is one plugin block of a flow: the plugin's name and where its
+// executable is (Source: a path relative to Dir, the flow's directory, or a name
+// looked up in the plugin directories).
+type PluginSpec struct {
+	Name, Source, Dir string
+}
+
+// PluginUse is a plugin a flow loaded: the executable found and its sha256, which a
+// run records so a resume can say that the plugin changed.
+type PluginUse struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Sha256 string `json:"sha256"`
+	// Types are the task types it serves.
+	Types []string `json:"types"`
+}
+
+// PluginLoader starts the plugin a spec names and returns the task types it serves.
+// It returns the same types for the same executable when asked again, and keeps the
+// processes it started until whoever built it closes them.
+type PluginLoader interface {
+	Load(spec PluginSpec) (PluginUse, []Type, error)
+}
+
+// SetPluginLoader makes WithPlugin start plugins with l.
+func (r *Registry) SetPluginLoader(l PluginLoader) { r.plugins = l }
+
+// WithPlugin returns a registry of r's types and those of the plugin spec names; r
+// is left as it is. Without a loader (SetPluginLoader) it is an error.
+func (r *Registry) WithPlugin(spec PluginSpec) (*Registry, PluginUse, error) {
+	if r.plugins == nil {
+		return nil, PluginUse{}, errNoPluginLoader
+	}
+	use, types, err := r.plugins.Load(spec)
+	if err != nil {
+		return nil, use, err
+	}
+	out := &Registry{types: make(map[string]*Type, len(r.types)+len(types)), plugins: r.plugins}
+	for name, t := range r.types {
+		out.types[name] = t
+	}
+	for _, t := range types {
+		if err := out.Register(t); err != nil {
+			return nil, use, err
+		}
+	}
+	return out, use, nil
+}
