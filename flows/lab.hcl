@@ -165,18 +165,20 @@ task "exec" "lxd_init" {
 
 # The seed's rules: a host firewall (Docker's, or a default DROP policy) would otherwise drop
 # what lxdbr0 forwards — the members' downloads, and Karmada's pods reaching member API
-# servers. Not persistent: a reboot needs a new run of this flow.
+# servers — and what the members send the host itself on lxdbr0 (DHCP and DNS from LXD's
+# dnsmasq, the registry on the host's 32000, Karmada's API server on 32443). Not
+# persistent: a reboot needs a new run of this flow.
 task "exec" "lxd_forward" {
   script     = <<-EOT
-    for dir in -i -o; do
-      if iptables -C FORWARD $dir lxdbr0 -j ACCEPT 2>/dev/null; then
-        echo "iptables FORWARD $dir lxdbr0 ACCEPT already present"
+    for rule in "FORWARD -i lxdbr0" "FORWARD -o lxdbr0" "INPUT -i lxdbr0"; do
+      if iptables -C $rule -j ACCEPT 2>/dev/null; then
+        echo "iptables $rule ACCEPT already present"
       else
-        iptables -A FORWARD $dir lxdbr0 -j ACCEPT
+        iptables -A $rule -j ACCEPT
       fi
     done
   EOT
-  undo       = "for dir in -i -o; do while iptables -D FORWARD $dir lxdbr0 -j ACCEPT 2>/dev/null; do :; done; done"
+  undo       = "for rule in 'FORWARD -i lxdbr0' 'FORWARD -o lxdbr0' 'INPUT -i lxdbr0'; do while iptables -D $rule -j ACCEPT 2>/dev/null; do :; done; done"
   depends_on = [exec.lxd_init]
 }
 
