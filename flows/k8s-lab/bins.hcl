@@ -22,8 +22,8 @@ locals {
 # The one place the lab installs host packages: every task that needs one depends on it.
 # scripts/apt-install.sh waits for apt's locks (the user's own apt, too) instead of failing.
 task "exec" "host_packages" {
-  description = "Install the host packages the lab uses (mmdebstrap, busybox-static, docker-registry); a no-op when present."
-  command     = ["bash", "scripts/apt-install.sh", "mmdebstrap", "busybox-static", "docker-registry"]
+  description = "Install the host packages the lab uses (mmdebstrap, busybox-static, docker-registry, and kubectl for you); a no-op when present."
+  command     = ["bash", "scripts/apt-install.sh", "mmdebstrap", "busybox-static", "docker-registry", "kubernetes-client"]
   dir         = local.root
   timeout     = "20m"
 }
