@@ -98,9 +98,11 @@ func TestK8sLabKillAndResume(t *testing.T) {
 			checkK8sLabGone(t, srv, configDir)
 		}
 	}
+	checkK8sLabStorage(t, configDir)
 	checkFailoverDrill(t, tag, root, configDir)
 	checkMonitoring(t, tag, root, configDir)
 	checkFlaskRuns(t, tag, root, configDir)
+	checkDoctor(t, tag, root, configDir)
 	destroyLab(t, tag, root, state)
 	checkK8sLabGone(t, srv, configDir)
 }

@@ -73,3 +73,10 @@ task "exec" "coredns_bin" {
   timeout     = "40m"
   depends_on  = [exec.go_module["coredns"]]
 }
+
+task "exec" "hostpath_bin" {
+  description = "Build the lab's hostpath provisioner (flows/k8s-lab/hostpath), once per source."
+  command     = ["bash", "scripts/k8s-bins.sh", "build", "hostpath-provisioner"]
+  dir         = local.root
+  timeout     = "30m"
+}
