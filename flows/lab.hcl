@@ -280,6 +280,21 @@ module "member" {
 # 127.0.0.1:PORT, would be their own loopback, so each Cluster's apiEndpoint is the member
 # container's lxdbr0 address, which pods reach (through the host) and MicroK8s's certificate
 # holds. karmada-agent in a pull member reaches the host's address, which init publishes.
+# MicroK8s's convention, as in flows/k8s-lab: localhost:32000 inside every member is the
+# host's registry, so the pull member's karmada-agent (its image is
+# ${var.registry}/karmada-agent) and the demos' images are pulled from where image_mirror put
+# them. MicroK8s's containerd already treats localhost:32000 as plain HTTP; the member's own
+# port 32000 is free (its registry addon is not enabled).
+task "proxy_device" "member_registry" {
+  for_each   = var.members
+  instance   = each.key
+  name       = "registry"
+  bind       = "instance"
+  listen     = "tcp:127.0.0.1:32000"
+  connect    = "tcp:127.0.0.1:${element(split(":", var.registry), 1)}"
+  depends_on = [module.member, wait_ready.registry]
+}
+
 module "karmada" {
   source             = "./modules/karmada"
   karmadactl         = var.karmadactl_path
@@ -294,7 +309,7 @@ module "karmada" {
   kubeconfigs        = { for m in keys(var.members) : m => module.member[m].kubeconfig }
   api_endpoints      = { for m in local.push_members : m => "https://${module.member[m].address}:${local.member_api_port}" }
   nginx_clusters     = sort(keys(var.members))
-  depends_on         = [exec.karmadactl, image_mirror.karmada, module.member]
+  depends_on         = [exec.karmadactl, image_mirror.karmada, module.member, proxy_device.member_registry]
 }
 
 output "kubeconfigs" {
