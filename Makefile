@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-drill demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -114,6 +114,11 @@ demo-resume: build
 
 demo-teardown: build
 	./$(BIN) destroy --state $(DEMO_STATE) --auto-approve
+
+# The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
+# one line per problem, per cluster. Read-only.
+demo-doctor: build
+	./$(BIN) run flows/lab-doctor.hcl --new --state .flow/lab-doctor.db
 
 # The seed's failover drill on the running lab (flows/failover-drill.hcl).
 demo-drill: build

@@ -165,18 +165,20 @@ task "exec" "lxd_init" {
 
 # The seed's rules: a host firewall (Docker's, or a default DROP policy) would otherwise drop
 # what lxdbr0 forwards — the members' downloads, and Karmada's pods reaching member API
-# servers. Not persistent: a reboot needs a new run of this flow.
+# servers — and what the members send the host itself on lxdbr0 (DHCP and DNS from LXD's
+# dnsmasq, the registry on the host's 32000, Karmada's API server on 32443). Not
+# persistent: a reboot needs a new run of this flow.
 task "exec" "lxd_forward" {
   script     = <<-EOT
-    for dir in -i -o; do
-      if iptables -C FORWARD $dir lxdbr0 -j ACCEPT 2>/dev/null; then
-        echo "iptables FORWARD $dir lxdbr0 ACCEPT already present"
+    for rule in "FORWARD -i lxdbr0" "FORWARD -o lxdbr0" "INPUT -i lxdbr0"; do
+      if iptables -C $rule -j ACCEPT 2>/dev/null; then
+        echo "iptables $rule ACCEPT already present"
       else
-        iptables -A FORWARD $dir lxdbr0 -j ACCEPT
+        iptables -A $rule -j ACCEPT
       fi
     done
   EOT
-  undo       = "for dir in -i -o; do while iptables -D FORWARD $dir lxdbr0 -j ACCEPT 2>/dev/null; do :; done; done"
+  undo       = "for rule in 'FORWARD -i lxdbr0' 'FORWARD -o lxdbr0' 'INPUT -i lxdbr0'; do while iptables -D $rule -j ACCEPT 2>/dev/null; do :; done; done"
   depends_on = [exec.lxd_init]
 }
 
@@ -278,6 +280,21 @@ module "member" {
 # 127.0.0.1:PORT, would be their own loopback, so each Cluster's apiEndpoint is the member
 # container's lxdbr0 address, which pods reach (through the host) and MicroK8s's certificate
 # holds. karmada-agent in a pull member reaches the host's address, which init publishes.
+# MicroK8s's convention, as in flows/k8s-lab: localhost:32000 inside every member is the
+# host's registry, so the pull member's karmada-agent (its image is
+# ${var.registry}/karmada-agent) and the demos' images are pulled from where image_mirror put
+# them. MicroK8s's containerd already treats localhost:32000 as plain HTTP; the member's own
+# port 32000 is free (its registry addon is not enabled).
+task "proxy_device" "member_registry" {
+  for_each   = var.members
+  instance   = each.key
+  name       = "registry"
+  bind       = "instance"
+  listen     = "tcp:127.0.0.1:32000"
+  connect    = "tcp:127.0.0.1:${element(split(":", var.registry), 1)}"
+  depends_on = [module.member, wait_ready.registry]
+}
+
 module "karmada" {
   source             = "./modules/karmada"
   karmadactl         = var.karmadactl_path
@@ -292,7 +309,7 @@ module "karmada" {
   kubeconfigs        = { for m in keys(var.members) : m => module.member[m].kubeconfig }
   api_endpoints      = { for m in local.push_members : m => "https://${module.member[m].address}:${local.member_api_port}" }
   nginx_clusters     = sort(keys(var.members))
-  depends_on         = [exec.karmadactl, image_mirror.karmada, module.member]
+  depends_on         = [exec.karmadactl, image_mirror.karmada, module.member, proxy_device.member_registry]
 }
 
 output "kubeconfigs" {

@@ -5,7 +5,7 @@
 # Kubernetes, Karmada and CoreDNS binaries re-link rather than recompile):
 #
 #   - removes the host packages the lab installs for itself (exec.host_packages:
-#     mmdebstrap, busybox-static, docker-registry);
+#     mmdebstrap, busybox-static, docker-registry, kubernetes-client);
 #   - gives the run a new empty HOME, so every flow cache under ~/.cache/flow (binaries,
 #     Debian roots and their download cache) starts empty;
 #   - clones the repository afresh, so .lab (the member image, the images' layers, the
@@ -39,7 +39,7 @@ mkdir -p "$HOME"
 
 log "removing the lab's host packages"
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq -o DPkg::Lock::Timeout=600 \
-  mmdebstrap busybox-static docker-registry >/dev/null
+  mmdebstrap busybox-static docker-registry kubernetes-client >/dev/null
 for alias in flow-member flow-lab-busybox; do
   lxc image delete "$alias" 2>/dev/null && log "deleted LXD image $alias" || true
 done
@@ -58,6 +58,8 @@ if [ $rc -ne 0 ]; then
   exit 1
 fi
 log "make demo succeeded on the first attempt in ${took}s"
+# What the run's last output tells a new user to try must work: kubectl, installed by the lab.
+kubectl --kubeconfig .lab/k8s-lab/member1.config get nodes || fail "kubectl against member1 failed after make demo"
 start=$SECONDS
 make demo-teardown
 log "make demo-teardown took $((SECONDS - start))s"

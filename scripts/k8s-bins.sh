@@ -11,7 +11,9 @@
 #   scripts/k8s-bins.sh module FAMILY   resolves and downloads the modules of kubernetes,
 #                                       karmada or coredns; prints the module's directory
 #   scripts/k8s-bins.sh build NAME      builds one binary (or karmada-crds, the CRD
-#                                       tarball); prints its path
+#                                       tarball; or hostpath-provisioner, the lab's
+#                                       storage, from flows/k8s-lab/hostpath); prints
+#                                       its path
 #
 # The lab flow (flows/k8s-lab/bins.hcl) runs `module` and `build` as tasks of their own.
 # Two builds in one family at once would compile the packages they share twice.
@@ -40,7 +42,8 @@ coredns_key=$(printf '%s\n' "${coredns_plugins[@]}" | sha256sum | cut -c1-8)
 declare -A documented=([kube-apiserver]=300 [kube-controller-manager]=100 [kube-scheduler]=20
   [kube-proxy]=30 [kubelet]=110 [karmadactl]=150 [karmada-controller-manager]=80
   [karmada-scheduler]=30 [karmada-webhook]=15 [karmada-aggregated-apiserver]=160
-  [karmada-agent]=10 [coredns]=120 [module-kubernetes]=120 [module-karmada]=90 [module-coredns]=40)
+  [karmada-agent]=10 [coredns]=120 [module-kubernetes]=120 [module-karmada]=90 [module-coredns]=40
+  [hostpath-provisioner]=60)
 
 # expect NAME VERSION: how long NAME took last time here, or the documented figure.
 expect() {
@@ -60,6 +63,7 @@ timed() { # timed NAME VERSION COMMAND...: runs COMMAND, logs how long it took
 
 family_of() {
   case $1 in
+  hostpath-provisioner) echo hostpath ;;
   kube-* | kubelet) echo kubernetes ;;
   karmada*) echo karmada ;;
   coredns) echo coredns ;;
@@ -154,9 +158,21 @@ module() {
   echo "$dir"
 }
 
+# hostpath: the lab's own module in this repository, cached by a hash of its sources.
+hostpath() {
+  local src=flows/k8s-lab/hostpath key out
+  key=$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-12)
+  out="$CACHE/hostpath-provisioner-$key"
+  if [ -x "$out" ]; then echo "$out"; return; fi
+  timed hostpath-provisioner "$key" bash -c "cd '$src' && go build -trimpath -ldflags '-s -w' -o '$out.tmp.$$' ."
+  mv "$out.tmp.$$" "$out"
+  echo "$out"
+}
+
 # build NAME: one binary into the cache, from its family's module.
 build() {
   local name=$1 family dir version out ld pkg
+  if [ "$name" = hostpath-provisioner ]; then hostpath; return; fi
   family=$(family_of "$name")
   version=$(version_of "$family")
   if [ "$name" = karmada-crds ]; then crds; return; fi
@@ -216,7 +232,7 @@ all)
   # this machine; no system etcd is started on 2379.
   command -v etcd >/dev/null || APT_NO_SERVICE_START=1 bash scripts/apt-install.sh etcd-server ||
     fail "etcd is missing (Debian package etcd-server)"
-  for b in "${kube_bins[@]}" "${karmada_bins[@]}" karmada-crds coredns; do build "$b" >/dev/null; done
+  for b in "${kube_bins[@]}" "${karmada_bins[@]}" karmada-crds coredns hostpath-provisioner; do build "$b" >/dev/null; done
   echo "$CACHE"
   ;;
 *) fail "usage: k8s-bins.sh [module FAMILY | build NAME]" ;;

@@ -22,8 +22,8 @@ locals {
 # The one place the lab installs host packages: every task that needs one depends on it.
 # scripts/apt-install.sh waits for apt's locks (the user's own apt, too) instead of failing.
 task "exec" "host_packages" {
-  description = "Install the host packages the lab uses (mmdebstrap, busybox-static, docker-registry); a no-op when present."
-  command     = ["bash", "scripts/apt-install.sh", "mmdebstrap", "busybox-static", "docker-registry"]
+  description = "Install the host packages the lab uses (mmdebstrap, busybox-static, docker-registry, and kubectl for you); a no-op when present."
+  command     = ["bash", "scripts/apt-install.sh", "mmdebstrap", "busybox-static", "docker-registry", "kubernetes-client"]
   dir         = local.root
   timeout     = "20m"
 }
@@ -72,4 +72,11 @@ task "exec" "coredns_bin" {
   dir         = local.root
   timeout     = "40m"
   depends_on  = [exec.go_module["coredns"]]
+}
+
+task "exec" "hostpath_bin" {
+  description = "Build the lab's hostpath provisioner (flows/k8s-lab/hostpath), once per source."
+  command     = ["bash", "scripts/k8s-bins.sh", "build", "hostpath-provisioner"]
+  dir         = local.root
+  timeout     = "30m"
 }

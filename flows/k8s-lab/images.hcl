@@ -68,6 +68,7 @@ locals {
     nginx      = "library/nginx:${var.image_nginx_tag}"
     prometheus = "prom/prometheus:${var.image_prometheus_tag}"
     python     = "library/python:3.11-slim"
+    hostpath   = "cdkbot/hostpath-provisioner:1.5.0"
   }
   image_path_env = { PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
 }
@@ -259,6 +260,18 @@ task "image_build" "image_python" {
   depends_on = [module.registries]
 }
 
+# MicroK8s's hostpath-storage addon runs cdkbot/hostpath-provisioner; this is ours, built
+# here (flows/k8s-lab/hostpath), under that name.
+task "image_build" "image_hostpath" {
+  base       = image_build.image_debian.reference
+  layers     = [{ source = exec.hostpath_bin.stdout, destination = "/hostpath-provisioner", mode = "0755" }]
+  entrypoint = ["/hostpath-provisioner"]
+  labels     = { "org.flowdev.lab.stand-in" = "built from flows/k8s-lab/hostpath, not cdkbot's" }
+  push       = "${local.image_upstream}/${local.image_path.hostpath}"
+  insecure   = true
+  timeout    = "10m"
+}
+
 # --- the lab registry -------------------------------------------------------------------------
 
 # Every image above, pinned by the digest just built and pushed under its tag; flatten
@@ -277,6 +290,7 @@ task "image_mirror" "lab" {
       nginx      = image_build.image_nginx
       prometheus = image_build.image_prometheus
       python     = image_build.image_python
+      hostpath   = image_build.image_hostpath
     } : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
   )
   registry   = "127.0.0.1:${var.registry_port}"

@@ -100,6 +100,16 @@ module "karmada" {
   depends_on         = [image_mirror.lab, wait_ready.member_dns, proxy_device.karmada_api, proxy_device.to_member, proxy_device.to_karmada]
 }
 
+# Printed last (outputs go by name): how to reach each cluster, the web Services and Karmada.
+output "try" {
+  description = "Commands to reach the lab: kubectl (Debian's kubernetes-client, installed by the lab) per cluster, curl per web Service, Karmada's clusters."
+  value = concat(
+    [for m, k in kubeconfig.member : "kubectl --kubeconfig ${k.path} get nodes,pods -A"],
+    [for m, w in wait_ready.web_http : "curl http://${proxy_device.web[m].address}/"],
+    ["kubectl --kubeconfig ${module.karmada.kubeconfig} get clusters"],
+  )
+}
+
 output "karmada_kubeconfig" {
   description = "The Karmada API server's kubeconfig, written by karmadactl init."
   value       = module.karmada.kubeconfig

@@ -11,7 +11,7 @@
 #   make demo-resume                   # after Ctrl-C or a kill
 #   make demo-teardown                 # flow destroy: removes everything the lab created
 #
-# docs/local-lab.md says what each piece is and what differs from the seed's MicroK8s.
+# docs/k8s-lab.md says what each piece is and what differs from the seed's MicroK8s.
 
 variable "members" {
   type        = map(number)

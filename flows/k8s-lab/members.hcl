@@ -146,6 +146,26 @@ task "wait_ready" "member_dns" {
   depends_on   = [k8s_apply.member_dns[each.key]]
 }
 
+# MicroK8s's hostpath-storage addon: the default StorageClass microk8s-hostpath, served by
+# a hostpath provisioner built here (flows/k8s-lab/hostpath, images.hcl).
+task "k8s_apply" "member_storage" {
+  for_each   = local.clusters
+  kubeconfig = kubeconfig.member[each.key].path
+  content    = file("${local.member_dir}/hostpath-storage.yaml")
+  depends_on = [wait_ready.member_node[each.key], image_mirror.lab]
+}
+
+task "wait_ready" "member_storage" {
+  for_each     = local.clusters
+  kind         = "deployment"
+  kubeconfig   = kubeconfig.member[each.key].path
+  namespace    = "kube-system"
+  name         = "hostpath-provisioner"
+  interval     = "1s"
+  wait_timeout = "5m"
+  depends_on   = [k8s_apply.member_storage[each.key]]
+}
+
 output "kubeconfigs" {
   value = { for m, k in kubeconfig.member : m => k.path }
 }

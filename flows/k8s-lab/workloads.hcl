@@ -1,5 +1,5 @@
-# A workload in every member, straight through its own API server (Karmada comes later, in
-# flows/nginx-demo.hcl): an nginx Deployment pulled from localhost:32000 and a Service. The
+# A workload in every member, straight through its own API server (Karmada's own nginx
+# comes later, from module.karmada in karmada.hcl): an nginx Deployment pulled from localhost:32000 and a Service. The
 # host reaches each member's Service through a proxy device whose far end, inside the
 # member, is the Service's cluster IP: kube-proxy's iptables rules carry it to a pod.
 

@@ -169,7 +169,11 @@ func (p *Preflight) checkPorts(ctx context.Context, r *report, own *ownership) {
 		pid := hostport.Owner(ls[i].Inode)
 		argv := hostport.CommandLine(pid)
 		switch {
-		case own != nil && own.proxies[port] != "" && len(argv) > 1 && argv[1] == "forkproxy":
+		case own != nil && own.proxies[port] != "" && hostport.IsLXDProxy(argv) && !hostport.ProxyOfLiveDaemon(pid):
+			// After the daemon was killed, its forkproxy may outlive it and keep the port
+			// while forwarding nowhere; the new daemon's device cannot listen then.
+			r.problem("port %d is held by pid %d, a proxy left by an LXD daemon that is no longer running (its parent is now pid %d): it forwards nowhere; stop it (kill %d), then run again", port, pid, hostport.Parent(pid), pid)
+		case own != nil && own.proxies[port] != "" && hostport.IsLXDProxy(argv):
 			r.ok("port %d is already the lab's: %s", port, own.proxies[port])
 		case pid != 0 && groups[mustGroup(pid)] != "":
 			r.ok("port %d is already the lab's: pid %d, of %s", port, pid, groups[mustGroup(pid)])

@@ -121,6 +121,35 @@ func CommandLine(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
+// Parent returns pid's parent pid, or 0 when the process is gone.
+func Parent(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+// IsLXDProxy reports whether argv is LXD's forkproxy, the process behind a proxy device.
+func IsLXDProxy(argv []string) bool {
+	return len(argv) > 1 && filepath.Base(argv[0]) == "lxd" && argv[1] == "forkproxy"
+}
+
+// ProxyOfLiveDaemon reports whether the forkproxy pid belongs to the running LXD daemon:
+// its parent is an LXD daemon. A forkproxy left by a daemon that was killed has been
+// handed to another parent (init), and forwards into a device the new daemon does not know.
+func ProxyOfLiveDaemon(pid int) bool {
+	argv := CommandLine(Parent(pid))
+	return len(argv) > 0 && filepath.Base(argv[0]) == "lxd" && !IsLXDProxy(argv)
+}
+
 // ShowCommand shortens an argv for a message: the program's base name and at
 // most a few arguments.
 func ShowCommand(argv []string) string {

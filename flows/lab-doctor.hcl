@@ -1,0 +1,67 @@
+# lab-doctor — the seed's troubleshooting guide as a flow, for a running k8s lab
+# (flows/k8s-lab): lxc list, ss -tlpn for the proxy ports, the member's own processes,
+# kubectl get nodes and the pending pods with their reasons, kubectl get clusters, and
+# karmada-agent in the pull members. Each cluster is checked on its own, in parallel; each
+# problem is one line naming the cluster, what is wrong and what to do. Read-only: it
+# changes nothing, and flow destroy of it has nothing to undo.
+#
+#   make demo-doctor        # flow run flows/lab-doctor.hcl --new --state .flow/lab-doctor.db
+#
+# Needs kubectl (Debian's kubernetes-client, which the lab installs) and ss (iproute2).
+
+variable "members" {
+  type        = map(number)
+  default     = { member1 = 16441, member2 = 16442, member3 = 16444 }
+  description = "Members of the lab and their API servers' host ports (flows/k8s-lab's members)."
+}
+
+variable "host_cluster" {
+  type        = string
+  default     = "karmada-host"
+  description = "The lab's host cluster, where Karmada runs."
+}
+
+variable "host_port" {
+  type        = number
+  default     = 16443
+  description = "Host port of the host cluster's API server."
+}
+
+variable "pull_members" {
+  type        = list(string)
+  default     = ["member3"]
+  description = "Members registered in pull mode, where karmada-agent runs."
+}
+
+variable "config_dir" {
+  type        = string
+  default     = ""
+  description = "The lab's config_dir (its kubeconfigs); default .lab/k8s-lab in the repository."
+}
+
+locals {
+  config_dir = var.config_dir != "" ? var.config_dir : "${dirname(path.flow)}/.lab/k8s-lab"
+  clusters   = merge(var.members, { (var.host_cluster) = var.host_port })
+  doctor     = "${path.flow}/lab-doctor"
+}
+
+task "exec" "cluster" {
+  for_each    = local.clusters
+  description = "One cluster: its container, processes, proxy port, node and pending pods."
+  command     = ["bash", "${local.doctor}/cluster.sh", each.key, tostring(each.value), "${local.config_dir}/${each.key}.config"]
+  timeout     = "2m"
+}
+
+task "exec" "karmada" {
+  description = "Karmada: the Clusters Ready, its components available, karmada-agent in the pull members."
+  command     = ["bash", "${local.doctor}/karmada.sh", local.config_dir, var.host_cluster, join(",", var.pull_members)]
+  timeout     = "2m"
+}
+
+output "findings" {
+  description = "One line per cluster that is fine, one per problem found."
+  value = concat(
+    flatten([for c in exec.cluster : split("\n", trimspace(c.stdout))]),
+    split("\n", trimspace(exec.karmada.stdout)),
+  )
+}
