@@ -23,7 +23,14 @@ locals {
 # scripts/apt-install.sh waits for apt's locks (the user's own apt, too) instead of failing.
 task "exec" "host_packages" {
   description = "Install the host packages the lab uses (mmdebstrap, busybox-static, docker-registry, and kubectl for you); a no-op when present."
-  command     = ["bash", "scripts/apt-install.sh", "mmdebstrap", "busybox-static", "docker-registry", "kubernetes-client"]
+  script      = <<-EOT
+    set -e
+    pkgs="mmdebstrap busybox-static docker-registry"
+    # A kubectl the machine already has (another package's) is kept: kubernetes-client
+    # would conflict with it over /usr/bin/kubectl.
+    command -v kubectl >/dev/null || pkgs="$pkgs kubernetes-client"
+    bash scripts/apt-install.sh $pkgs
+  EOT
   dir         = local.root
   timeout     = "20m"
 }
