@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,24 @@ func checkDoctor(t *testing.T, tag, root, configDir string) {
 		}
 	}
 
+	doctor := func() result {
+		t.Helper()
+		state := filepath.Join(t.TempDir(), "doctor.db")
+		r := runFlow(t, tag, root, 5*time.Minute, "run", filepath.Join(root, "flows", "lab-doctor.hcl"),
+			"--var", "config_dir="+configDir, "--state", state, "--progress", "plain")
+		if r.code != 0 {
+			t.Fatalf("the doctor exited %d\n%s", r.code, r.desc)
+		}
+		return r
+	}
+	// A healthy lab first: every cluster ok, so no line below can be a false alarm.
+	healthy := doctor()
+	for _, c := range append(slices.Sorted(maps.Keys(labMembers)), "karmada-host", "karmada") {
+		if !strings.Contains(healthy.stdout, `"`+c+`: ok"`) {
+			t.Errorf("the doctor did not find %s ok on the healthy lab:\n%s", c, healthy.stdout)
+		}
+	}
+
 	lxc("exec", "member2", "--", "sh", "-c", "kill $(cat /run/flow-member/kubelet.pid)")
 	lxc("config", "device", "remove", "member1", "api")
 	scaleAgent(0)
@@ -48,12 +68,7 @@ func checkDoctor(t *testing.T, tag, root, configDir string) {
 		t.Fatalf("karmada-agent still available after scaling to 0: %v", err)
 	}
 
-	state := filepath.Join(t.TempDir(), "doctor.db")
-	r := runFlow(t, tag, root, 5*time.Minute, "run", filepath.Join(root, "flows", "lab-doctor.hcl"),
-		"--var", "config_dir="+configDir, "--state", state, "--progress", "plain")
-	if r.code != 0 {
-		t.Fatalf("the doctor exited %d\n%s", r.code, r.desc)
-	}
+	r := doctor()
 	for _, want := range []string{
 		"member2: kubelet is not running",
 		`member1: proxy device "api" missing`,

@@ -31,9 +31,14 @@ if [ -z "$holder" ]; then
   say "nothing listens on 127.0.0.1:$port (ss -tlpn)"
 else
   cmd=${holder#users:((\"} cmd=${cmd%%\"*} pid=${holder##*pid=}
-  args=$(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)
+  args=" $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)"
+  parent=$(awk '{print $4}' /proc/"$pid"/stat 2>/dev/null)
+  init=$(lxc list "^$name\$" -f csv -c p 2>/dev/null)
+  # LXD's forkproxy names the daemon's pid and the container's init pid in its arguments;
+  # one whose daemon was killed has another parent now and forwards nowhere.
   case "$args" in
-  *forkproxy*"$name"*) ;; # LXD's proxy of this container's device
+  *" forkproxy -- $parent "*" $init "*) ;; # this container's proxy, of the running daemon
+  *" forkproxy "*) say "port $port is held by pid $pid, an LXD proxy that is not $name's or whose daemon is gone (kill $pid, then flow resume)" ;;
   *) say "port $port is held by pid $pid ($cmd), not by $name's proxy device (stop it, then flow resume)" ;;
   esac
 fi

@@ -106,12 +106,37 @@ func (c *CLI) printOutputs(outs map[string]cty.Value) {
 		v := outs[n]
 		text := "(sensitive)"
 		if !v.ContainsMarked() {
-			text = strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
+			text = renderValue(v)
 			// Nested lines keep their place under the name.
 			text = strings.ReplaceAll(text, "\n", "\n  ")
 		}
 		fmt.Fprintf(c.stdout, "  %s = %s\n", n, text)
 	}
+}
+
+// longList is the width past which a list of strings prints one element per line.
+const longList = 100
+
+// renderValue is v in HCL syntax; a list of strings too long for one line (commands to
+// try, findings) gets a line per element, as a person would write it.
+func renderValue(v cty.Value) string {
+	text := strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
+	t := v.Type()
+	if len(text) <= longList || !v.IsWhollyKnown() || v.IsNull() ||
+		!(t.IsListType() || t.IsTupleType() || t.IsSetType()) {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || e.Type() != cty.String {
+			return text
+		}
+		b.WriteString("  " + strings.TrimSpace(string(hclwrite.TokensForValue(e).Bytes())) + ",\n")
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 func tailLines(s string, n int) []string {
