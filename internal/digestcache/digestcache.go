@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/flowdev/flow/internal/ctxio"
 )
 
 // format changes whenever the key or the digest does, so no entry of an older flow is trusted.
@@ -89,7 +91,7 @@ func read(ctx context.Context, paths []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		_, err = io.Copy(h, ctxReader{ctx, f})
+		_, err = io.Copy(h, ctxio.Reader(ctx, f))
 		f.Close()
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", p, err)
@@ -111,17 +113,4 @@ func store(entry, sum string) {
 	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), entry) != nil {
 		os.Remove(tmp.Name())
 	}
-}
-
-// ctxReader fails reads once ctx is done, to stop a long read that takes no context.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
+
+	"github.com/flowdev/flow/internal/ctxio"
 )
 
 // File kinds as LXD's file API names them.
@@ -143,7 +145,7 @@ func (c closeFunc) Close() error {
 	return err
 }
 
-// ctxReadSeeker is ctxReader (see image_import.go) for upload bodies, which
+// ctxReadSeeker is ctxio.Reader for upload bodies, which
 // must seek.
 type ctxReadSeeker struct {
 	ctx context.Context
@@ -180,7 +182,7 @@ func linkTarget(root, linkRel, target string) string {
 
 // readTarget reads a symlink's target from its body.
 func readTarget(ctx context.Context, body io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(ctxReader{ctx, body}, 4096))
+	b, err := io.ReadAll(io.LimitReader(ctxio.Reader(ctx, body), 4096))
 	return string(b), err
 }
 
@@ -188,7 +190,7 @@ func readTarget(ctx context.Context, body io.Reader) (string, error) {
 // sha256 sum; it stops reading after size+1 bytes.
 func contentMatches(ctx context.Context, body io.Reader, size int64, sum string) (bool, error) {
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(ctxReader{ctx, body}, size+1))
+	n, err := io.Copy(h, io.LimitReader(ctxio.Reader(ctx, body), size+1))
 	if err != nil {
 		return false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/canonical/lxd/shared/api"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/internal/ctxio"
 	"github.com/flowdev/flow/internal/digestcache"
 	"github.com/flowdev/flow/tasks"
 )
@@ -172,7 +173,7 @@ func (i *ImageImport) ensureImage(ctx context.Context, srv lxdclient.InstanceSer
 
 // upload sends the files with CreateImage and returns the fingerprint LXD
 // computed. The client does not bind the upload request to a context, so the
-// files are read through ctxReader: a cancelled ctx fails the next read.
+// files are read through ctxio.Reader: a cancelled ctx fails the next read.
 func (i *ImageImport) upload(ctx context.Context, srv lxdclient.InstanceServer) (string, error) {
 	files := i.files()
 	args := &lxdclient.ImageCreateArgs{}
@@ -184,7 +185,7 @@ func (i *ImageImport) upload(ctx context.Context, srv lxdclient.InstanceServer) 
 			return "", err
 		}
 		defer f.Close()
-		*readers[n] = ctxReader{ctx, f}
+		*readers[n] = ctxio.Reader(ctx, f)
 		*names[n] = filepath.Base(path)
 	}
 	if ext := filepath.Ext(i.Rootfs); ext == ".img" || ext == ".qcow2" {
@@ -221,19 +222,6 @@ func (i *ImageImport) files() []string {
 		return []string{i.File}
 	}
 	return []string{i.Metadata, i.Rootfs}
-}
-
-// ctxReader fails reads once ctx is done, to stop work that takes no context.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 var _ tasks.Task = (*ImageImport)(nil)

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
+
+	"github.com/flowdev/flow/internal/ctxio"
 )
 
 // maxSymlinkHops bounds how many symlinks pulling one file follows.
@@ -182,7 +184,7 @@ func (r *puller) writeFile(have *remoteFile, src, dest string) (string, error) {
 	}
 	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), ctxReader{r.ctx, have.body})
+	n, err := io.Copy(io.MultiWriter(tmp, h), ctxio.Reader(r.ctx, have.body))
 	if err == nil {
 		err = tmp.Sync()
 	}

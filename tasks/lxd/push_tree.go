@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
+
+	"github.com/flowdev/flow/internal/ctxio"
 )
 
 // pushSource is what lxd_file_push sends: literal content, one local file or
@@ -94,7 +96,7 @@ func (s *pushSource) add(rel, local string, fi fs.FileInfo) error {
 		}
 		defer f.Close()
 		h := sha256.New()
-		if e.size, err = io.Copy(h, ctxReader{s.ctx, f}); err != nil {
+		if e.size, err = io.Copy(h, ctxio.Reader(s.ctx, f)); err != nil {
 			return fmt.Errorf("read %s: %w", local, err)
 		}
 		e.kind, e.sum = kindFile, hex.EncodeToString(h.Sum(nil))
