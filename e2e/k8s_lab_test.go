@@ -80,16 +80,13 @@ func TestK8sLabKillAndResume(t *testing.T) {
 			k := k8sLabKillInside[trial-1]
 			killInside(t, tag, root, state, args, k.address, k.maxDelay, rng, k8sLabTimeout)
 		} else {
-			// A run that finished before its first kill proves nothing: undone and
-			// run again with new moments, at most three times.
-			for attempt := 1; !killAndResume(t, tag, root, state, args, rng, k8sLabTimeout); attempt++ {
-				if attempt == 3 {
-					t.Fatalf("trial %d: three runs finished before their first kill", trial)
-				}
+			untilTheKillLands(t, trial, func() bool {
+				return killAndResume(t, tag, root, state, args, rng, k8sLabTimeout)
+			}, func() {
 				destroyLab(t, tag, root, state)
 				checkK8sLabGone(t, srv, configDir)
 				events.reset()
-			}
+			})
 		}
 		checkK8sLab(t, srv, trial, configDir, events.reset())
 		checkKarmadaOnK8sLab(t, configDir)

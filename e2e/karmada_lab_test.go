@@ -59,16 +59,13 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 		events.reset()
 		state := filepath.Join(t.TempDir(), fmt.Sprintf("karmada-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
-		// A run that finished before its first kill proves nothing: undone and run
-		// again with new moments, at most three times.
-		for attempt := 1; !killAndResume(t, tag, root, state, args, rng, karmadaLabTimeout); attempt++ {
-			if attempt == 3 {
-				t.Fatalf("trial %d: three runs finished before their first kill", trial)
-			}
+		untilTheKillLands(t, trial, func() bool {
+			return killAndResume(t, tag, root, state, args, rng, karmadaLabTimeout)
+		}, func() {
 			destroyLab(t, tag, root, state)
 			checkKarmadaLabGone(t, srv, configDir)
 			events.reset()
-		}
+		})
 		checkKarmadaLab(t, configDir)
 		checkCreatedOnce(t, trial, events.reset(), members)
 		destroyLab(t, tag, root, state)

@@ -99,6 +99,19 @@ func (c *creations) reset() map[string]int {
 	return old
 }
 
+// untilTheKillLands runs a trial's first run (landed reports whether its first kill or
+// interruption came while it ran) until one lands, with undo between tries: a run that
+// finished before its kill proved nothing. The third such run fails the test.
+func untilTheKillLands(t *testing.T, trial int, landed func() bool, undo func()) {
+	t.Helper()
+	for attempt := 1; !landed(); attempt++ {
+		if attempt == 3 {
+			t.Fatalf("trial %d: three runs finished before their first kill", trial)
+		}
+		undo()
+	}
+}
+
 // checkCreatedOnce: a trial starts from nothing, so each of names was created exactly
 // once in it. Zero means the instance was never made in this trial, or the event
 // listener is dead; either way "nothing created twice" would prove nothing.
@@ -137,17 +150,13 @@ func TestLocalLabKillAndResume(t *testing.T) {
 		// are SIGKILLed, once or twice, each time after a seeded number of
 		// succeeded instances: early (launches in flight), middle (pushes,
 		// proxies) or late (registries, builds, the mirror).
-		// A run that finished before its first interruption proves nothing: the trial
-		// is undone and run again with new moments, at most three times.
-		for attempt := 1; interruptLab(t, tag, root, lab, state, trial, rng, trial == labTrials); attempt++ {
-			if attempt == 3 {
-				t.Fatalf("trial %d: three runs finished before their first interruption", trial)
-			}
+		untilTheKillLands(t, trial, func() bool {
+			return !interruptLab(t, tag, root, lab, state, trial, rng, trial == labTrials)
+		}, func() {
 			destroyLab(t, tag, root, state)
 			checkNothingLeft(t, srv)
 			events.reset()
-			state = filepath.Join(t.TempDir(), fmt.Sprintf("lab-%d-%d.db", trial, attempt))
-		}
+		})
 		r := runFlow(t, tag, root, labRunTimeout, "resume", "--state", state)
 		if r.code != 0 {
 			t.Fatalf("trial %d: resume exited %d\n%s", trial, r.code, r.desc)
