@@ -180,7 +180,7 @@ func TestPluginKillResumeDestroy(t *testing.T) {
 	if strings.Contains(r.stderr, "Plugin changed") {
 		t.Errorf("resume says the unchanged plugin changed:\n%s", r.desc)
 	}
-	r = runFlow(t, tag, dir, 60*time.Second, "destroy", "--state", "s.db")
+	r = runFlow(t, tag, dir, 60*time.Second, "destroy", "--state", "s.db", "--auto-approve")
 	if r.code != 0 {
 		t.Fatalf("destroy:\n%s", r.desc)
 	}
