@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages named that are not installed yet: the one place this
 # project calls apt-get. Safe to run from parallel tasks and beside the user's own apt:
-# our own calls take turns on a lock of ours, `apt-get install` waits for dpkg's lock
-# (DPkg::Lock::Timeout), and `apt-get update`, which ignores that option and fails at
+# our own calls take turns on a lock of ours, `apt-get install` waits (DPkg::Lock::Timeout)
+# for dpkg's lock, and `apt-get update`, which ignores that option and fails at
 # once on /var/lib/apt/lists/lock, is tried again while another apt holds it (bounded).
 #
 #   scripts/apt-install.sh PACKAGE...            exits 0 when all are installed
@@ -57,6 +57,6 @@ fi
 
 log "installing ${todo[*]}"
 apt_retry apt-get update -qq
-apt_retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-  -o DPkg::Lock::Timeout="$lock_wait" "${todo[@]}"
+apt_retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout="$lock_wait" \
+  "${todo[@]}"
 [ -z "$(missing "${todo[@]}")" ] || { log "still missing after apt-get: $(missing "${todo[@]}" | paste -sd' ')"; exit 1; }
