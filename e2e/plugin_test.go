@@ -141,13 +141,10 @@ func TestPluginVersionRefused(t *testing.T) {
 	}
 }
 
-// TestPluginKillResumeDestroy: a run through a plugin, SIGKILLed after an instance
-// wrote its file but before its checkpoint, leaves no plugin process; the resume
-// creates nothing twice (the plugin's check says "already present"), a secret the
-// plugin prints is redacted, and destroy removes what the plugin created.
-func TestPluginKillResumeDestroy(t *testing.T) {
-	tag := newTag(t)
-	dir := pluginFlow(t, "")
+// startUntilMarkerC runs the plugin flow with a slow last step and returns once marker
+// c has written its file (its checkpoint is not written yet).
+func startUntilMarkerC(t *testing.T, tag, dir string) *proc {
+	t.Helper()
 	p := start(t, tag, dir, "run", "flow.hcl", "--state", "s.db", "--var", "slow=60s")
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(readFileOr(filepath.Join(dir, "writes.log")), "out-c.txt") {
@@ -156,6 +153,17 @@ func TestPluginKillResumeDestroy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return p
+}
+
+// TestPluginKillResumeDestroy: a run through a plugin, SIGKILLed after an instance
+// wrote its file but before its checkpoint, leaves no plugin process; the resume
+// creates nothing twice (the plugin's check says "already present"), a secret the
+// plugin prints is redacted, and destroy removes what the plugin created.
+func TestPluginKillResumeDestroy(t *testing.T) {
+	tag := newTag(t)
+	dir := pluginFlow(t, "")
+	p := startUntilMarkerC(t, tag, dir)
 	plugins := pluginProcs(tag, dir)
 	if len(plugins) != 1 {
 		t.Fatalf("plugin processes %v, want 1", plugins)
@@ -196,14 +204,7 @@ func TestPluginKillResumeDestroy(t *testing.T) {
 func TestPluginChangedBinary(t *testing.T) {
 	tag := newTag(t)
 	dir := pluginFlow(t, "")
-	p := start(t, tag, dir, "run", "flow.hcl", "--state", "s.db", "--var", "slow=60s")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(readFileOr(filepath.Join(dir, "writes.log")), "out-c.txt") {
-		if time.Now().After(deadline) || p.exited() {
-			t.Fatalf("marker c never wrote its file\n%s", p.describe())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p := startUntilMarkerC(t, tag, dir)
 	p.signal(t, syscall.SIGKILL)
 	p.wait(5 * time.Second)
 	// A new build replaces the file, as go build does.

@@ -81,24 +81,7 @@ func (s *syncedStore) firstWith(addr string, st state.Status) (syncedCommit, boo
 // been synced when the dependent started. With bbolt's NoSync no commit is synced,
 // and no dependent finds its dependencies durable.
 func TestSuccessSyncedBeforeDependentsStart(t *testing.T) {
-	src := `
-task "test_sleep" "a" {
-  for_each = toset(["x", "y", "z"])
-  ms       = 5
-  key      = each.key
-}
-
-task "test_sleep" "b" {
-  for_each = toset(["x", "y", "z"])
-  ms       = 5
-  key      = test_sleep.a[each.key].value
-}
-
-task "test_sleep" "c" {
-  depends_on = [test_sleep.b]
-  ms         = 1
-}
-`
+	src := durableFlow
 	h := newHarness(t)
 	store := newSyncedStore(t, h)
 	p := h.plan(src)

@@ -366,8 +366,9 @@ task "test_block" "b" {
 	h.assertStored(o)
 }
 
-func TestDurableBeforeDependentsStart(t *testing.T) {
-	src := `
+// durableFlow is a -> b per key, then c after all of b: the shape the durability tests
+// check, where each dependent must find its dependencies' successes committed.
+const durableFlow = `
 task "test_sleep" "a" {
   for_each = toset(["x", "y", "z"])
   ms       = 5
@@ -385,6 +386,9 @@ task "test_sleep" "c" {
   ms         = 1
 }
 `
+
+func TestDurableBeforeDependentsStart(t *testing.T) {
+	src := durableFlow
 	h := newHarness(t)
 	p := h.plan(src)
 	o := h.run(context.Background(), p, engine.Options{Parallelism: 4, Store: &spyStore{inner: h.store, rec: h.rec}})
