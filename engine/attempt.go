@@ -68,13 +68,19 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 	}
 	res.retry = ev.retry
 	res.fingerprint, res.attrHashes = fingerprint(inst.Task, ev.inputs)
-	if n == 1 && anySelects(c.opts.Replace, inst.Addr) {
-		res.reason = "replaced (--replace)"
-		c.say("%s: %s; running it", inst.Addr, res.reason)
+	replacing := n == 1 && anySelects(c.opts.Replace, inst.Addr)
+	if replacing {
+		res.reason = replaceReason(inst, c.opts.Previous[inst.Addr])
+		c.say("%s: replaced (--replace); running it", inst.Addr)
 	} else if n == 1 {
-		if value, why, ok := c.plan.restore(inst, ev, c.opts.Previous[inst.Addr], res.fingerprint, res.attrHashes); ok {
-			res.kind, res.value, res.reason = outcomeUpToDate, value, why
-			return res
+		prev := c.opts.Previous[inst.Addr]
+		if value, why, ok := c.plan.restore(inst, ev, prev, res.fingerprint, res.attrHashes); ok {
+			if why = c.refresh(ctx, inst, ev, prev); why == "" {
+				res.kind, res.value, res.reason = outcomeUpToDate, value, "succeeded before with the same inputs"
+				return res
+			}
+			res.reason = why
+			c.say("%s: %s; running it again", inst.Addr, why)
 		} else if why != "" {
 			res.reason = why
 			c.say("%s: %s; running it", inst.Addr, why)
@@ -86,11 +92,11 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 		rec.Attempts++
 	})
 	c.commit.submit(rec, nil, false)
-	c.runTask(ctx, inst, ev, res)
+	c.runTask(ctx, inst, ev, res, replacing && undoesOnReplace(inst, c.opts.Previous[inst.Addr]))
 	return res
 }
 
-func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult) {
+func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult, undoFirst bool) {
 	capt := c.captures[inst.Addr]
 	stdout, stderr := c.streams(inst)
 	if res.attempt > 1 {
@@ -106,7 +112,14 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 		runCtx, cancel = context.WithTimeout(ctx, ev.timeout)
 	}
 	defer cancel()
-	outputs, err := ev.task.Run(runCtx, env)
+	var outputs tasks.Outputs
+	var err error
+	if undoFirst {
+		err = c.undoForReplace(runCtx, inst, ev, env)
+	}
+	if err == nil {
+		outputs, err = ev.task.Run(runCtx, env)
+	}
 	stdout.flush()
 	stderr.flush()
 	switch {

@@ -204,3 +204,16 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	}
 	return &Result{Status: state.Failed, FirstFailure: addr, Records: []*state.Instance{rec}}, nil
 }
+
+// sayKept names, for a run with KeepRemoved, each instance the state holds and p does
+// not have, which the run leaves as it is and the state keeps.
+func (s *Session) sayKept(store *state.Store, p *Plan, req *Request) {
+	live, err := liveInstances(store)
+	if err != nil {
+		return
+	}
+	cons := &console{out: req.Out}
+	for _, o := range orphansOf(live, p) {
+		cons.line(fmt.Sprintf("%s: no longer in the flow; kept (--keep-removed)", o.rec.Address))
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -27,14 +28,29 @@ type Decision struct {
 // Preview says, in plan order, which instances a run resuming from previous would
 // run or skip, using the same fingerprints as the run itself. An instance whose
 // dependencies will run is "run?": it is skipped at run time only if its inputs come
-// out unchanged. An instance replace selects runs whatever its record.
+// out unchanged. An instance replace selects runs whatever its record. It does not
+// refresh (see Session.Preview, which does).
 func (p *Plan) Preview(previous map[string]*state.Instance, replace []string) []Decision {
+	return p.preview(previewSpec{previous: previous, replace: replace})
+}
+
+// previewSpec is what a preview starts from.
+type previewSpec struct {
+	previous map[string]*state.Instance
+	replace  []string
+	from     uint64 // the run previous belongs to, named in reasons; 0: not named
+	// look refreshes an instance whose success would stand: "" when it still does,
+	// else why it runs again; nil: no refresh.
+	look func(inst *Instance, ev *evaluated, prev *state.Instance) string
+}
+
+func (p *Plan) preview(spec previewSpec) []Decision {
 	values := map[string]cty.Value{}
 	out := make([]Decision, 0, len(p.Order))
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
 		d := Decision{Addr: addr, Action: ActionRun}
-		prev := previous[addr]
+		prev := spec.previous[addr]
 		var waitsOn string
 		for _, dep := range inst.Deps {
 			if _, ok := values[dep]; !ok {
@@ -43,8 +59,8 @@ func (p *Plan) Preview(previous map[string]*state.Instance, replace []string) []
 			}
 		}
 		switch {
-		case anySelects(replace, addr):
-			d.Reason = "replaced (--replace)"
+		case anySelects(spec.replace, addr):
+			d.Reason = replaceReason(inst, prev)
 		case prev == nil || prev.Status == state.Pending:
 			d.Reason = "not run before"
 		case prev.Status != state.Succeeded:
@@ -52,16 +68,16 @@ func (p *Plan) Preview(previous map[string]*state.Instance, replace []string) []
 		case waitsOn != "":
 			d.Action, d.Reason = ActionMaybe, fmt.Sprintf("succeeded before; waits for %s, which runs", waitsOn)
 		default:
-			d.Action, d.Reason = p.previewRestore(inst, prev, values)
+			d.Action, d.Reason = p.previewRestore(inst, prev, values, spec)
 		}
 		out = append(out, d)
 	}
 	return out
 }
 
-func (p *Plan) previewRestore(inst *Instance, prev *state.Instance, values map[string]cty.Value) (Action, string) {
+func (p *Plan) previewRestore(inst *Instance, prev *state.Instance, values map[string]cty.Value, spec previewSpec) (Action, string) {
 	ctx, diags := p.evalContext(inst, func(addr string) cty.Value { return values[addr] })
-	ev, d := p.evaluate(inst, ctx, false)
+	ev, d := p.evaluate(inst, ctx, spec.look != nil)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return ActionRun, "inputs cannot be evaluated: " + diagText(diags)
@@ -71,6 +87,37 @@ func (p *Plan) previewRestore(inst *Instance, prev *state.Instance, values map[s
 	if !ok {
 		return ActionRun, why
 	}
+	if spec.look != nil && ev.task != nil {
+		if drifted := spec.look(inst, ev, prev); drifted != "" {
+			return ActionRun, drifted
+		}
+	}
 	values[inst.Addr] = value
+	if spec.from != 0 {
+		why = fmt.Sprintf("up to date: succeeded in run %d with the same inputs", spec.from)
+	}
 	return ActionSkip, why
+}
+
+// againReasons words, for a new run after last, why each instance runs: a new run
+// runs every instance, whatever last did with it, and each says what that was.
+func againReasons(ds []Decision, last *state.Run, recs map[string]*state.Instance) {
+	for i := range ds {
+		if ds[i].Action != ActionRun || strings.HasPrefix(ds[i].Reason, "replaced") {
+			continue
+		}
+		rec := recs[ds[i].Addr]
+		switch {
+		case last.Destroys != 0 && rec != nil && rec.Status == state.Succeeded:
+			ds[i].Reason = fmt.Sprintf("run %d destroyed it", last.ID)
+		case last.Destroys != 0:
+			ds[i].Reason = fmt.Sprintf("after destroy run %d", last.ID)
+		case rec == nil || rec.Status == state.Pending:
+			ds[i].Reason = fmt.Sprintf("new since run %d", last.ID)
+		case rec.Status == state.Succeeded:
+			ds[i].Reason = fmt.Sprintf("again: succeeded in run %d", last.ID)
+		default:
+			ds[i].Reason = fmt.Sprintf("again: %s in run %d", rec.Status, last.ID)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -94,6 +95,15 @@ func runInputs(store *state.Store, run *state.Run) (map[string]*state.Instance, 
 	return byAddress(recs), vars, nil
 }
 
+// given is the part of vars, run's recorded variables, that was given rather than
+// defaulted: what a resume starts from, so the flow's defaults as they are now apply.
+func given(run *state.Run, vars map[string]cty.Value) map[string]cty.Value {
+	for _, name := range run.Defaulted {
+		delete(vars, name)
+	}
+	return vars
+}
+
 // recordedVars decodes the variable values run recorded.
 func recordedVars(run *state.Run) (map[string]cty.Value, error) {
 	vars := map[string]cty.Value{}
@@ -118,11 +128,14 @@ func byAddress(recs []*state.Instance) map[string]*state.Instance {
 // recordVars stores every variable value of l in run except sensitive ones, which are
 // only named.
 func recordVars(run *state.Run, l *Loaded) error {
-	run.Vars, run.Sensitive = map[string]state.Value{}, nil
+	run.Vars, run.Sensitive, run.Defaulted = map[string]state.Value{}, nil, nil
 	for name, v := range l.Vars {
 		if l.Flow.Variables[name].Sensitive {
 			run.Sensitive = append(run.Sensitive, name)
 			continue
+		}
+		if l.Flow.Defaulted(name) {
+			run.Defaulted = append(run.Defaulted, name)
 		}
 		sv, err := state.EncodeValue(v)
 		if err != nil {
@@ -130,6 +143,7 @@ func recordVars(run *state.Run, l *Loaded) error {
 		}
 		run.Vars[name] = sv
 	}
+	slices.Sort(run.Defaulted)
 	return nil
 }
 

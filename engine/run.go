@@ -30,6 +30,9 @@ type Options struct {
 	// Replace lists addresses (or task and module prefixes, as for Plan.Select) whose
 	// previous success does not stand: they run again.
 	Replace []string
+	// NoRefresh trusts a success recorded with the same inputs without asking its
+	// type to look at its object (--refresh=false; see refresh.go).
+	NoRefresh bool
 	// Out receives task output, prefixed by address, and one line per state change.
 	Out    io.Writer
 	Logger hclog.Logger

@@ -49,8 +49,14 @@ type Request struct {
 	New bool
 	// Targets and Replace are normalised addresses or prefixes (--target, --replace).
 	Targets, Replace []string
-	Parallelism      int
-	FailFast         bool
+	// NoRefresh trusts recorded successes without looking at their objects
+	// (--refresh=false; see Options.NoRefresh).
+	NoRefresh bool
+	// KeepRemoved leaves the instances the state holds and the flow no longer has as
+	// they are (run --keep-removed): a later run, or a destroy, undoes them.
+	KeepRemoved bool
+	Parallelism int
+	FailFast    bool
 	// TransientRetry is Options.TransientRetry.
 	TransientRetry time.Duration
 	// Out receives task output and a line per state change; Live leaves task output

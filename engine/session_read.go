@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +16,10 @@ import (
 type Preview struct {
 	// From is the run whose records the preview starts from: an unfinished run of the
 	// same flow, or with targets or replacements its latest run; nil for a new run.
-	From      *RunRecord
+	From *RunRecord
+	// Last, for a new run, is the flow's latest run (succeeded, or a destroy), which
+	// the reasons name; nil when the flow never ran on the state file.
+	Last      *RunRecord
 	Plan      *Plan // the part of the flow the targets select
 	Decisions []Decision
 	// Removed is what the run does first with the instances the state holds and the
@@ -29,17 +33,33 @@ type Preview struct {
 // refuses with a *BusyError while a running flow holds it and with an *OtherFlowError
 // as Run does.
 func (s *Session) Preview(req Request) (*Preview, error) {
-	from, previous, base, err := s.previousFor(&req)
+	hist, err := s.historyOf(&req)
 	if err != nil {
 		return nil, err
 	}
-	l, plan, err := s.loadSelected(&req, req.Flow, base)
+	l, plan, err := s.loadSelected(&req, req.Flow, hist.base)
 	if err != nil {
 		return nil, err
 	}
-	pv := &Preview{From: from, Plan: plan, Decisions: plan.Preview(previous, req.Replace)}
+	from := hist.from
+	spec := previewSpec{previous: hist.previous, replace: req.Replace}
+	if from != nil {
+		spec.from = from.ID
+	}
+	if !req.NoRefresh {
+		spec.look = func(inst *Instance, ev *evaluated, prev *state.Instance) string {
+			if !canProbe(ev.task) {
+				return ""
+			}
+			return drift(context.Background(), ev.task, probeEnv(inst.Addr, req.namedLogger(inst.Addr)), prev)
+		}
+	}
+	pv := &Preview{From: from, Last: hist.last, Plan: plan, Decisions: plan.preview(spec)}
+	if hist.last != nil {
+		againReasons(pv.Decisions, hist.last, hist.lastRecs)
+	}
 	if !req.selective() {
-		if pv.Removed, err = s.previewOrphans(l.Plan); err != nil {
+		if pv.Removed, err = s.previewOrphans(l.Plan, req.KeepRemoved); err != nil {
 			return nil, err
 		}
 	}
@@ -48,7 +68,7 @@ func (s *Session) Preview(req Request) (*Preview, error) {
 
 // previewOrphans says what a run of p would do with the instances the state holds
 // and p does not have.
-func (s *Session) previewOrphans(p *Plan) ([]Decision, error) {
+func (s *Session) previewOrphans(p *Plan, keep bool) ([]Decision, error) {
 	store, err := s.openRead()
 	if errors.As(err, new(*NoStateError)) {
 		return nil, nil
@@ -63,34 +83,58 @@ func (s *Session) previewOrphans(p *Plan) ([]Decision, error) {
 	}
 	var out []Decision
 	for _, o := range orphansOf(live, p) {
-		out = append(out, s.orphanDecision(o))
+		d := s.orphanDecision(o)
+		if keep && d.Action == ActionDestroy {
+			d.Action, d.Reason = ActionKeep, fmt.Sprintf("no longer in the flow (run %d created it); kept (--keep-removed): a later run or flow destroy undoes it", o.run)
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
 
-// previousFor returns the latest run of req.Flow with its records and variables if
-// it is unfinished or, with targets or replacements, whatever its status.
-func (s *Session) previousFor(req *Request) (*state.Run, map[string]*state.Instance, map[string]cty.Value, error) {
+// history is what a preview starts from: the run a resume (or a targeted run)
+// builds on, with its records and variables; else, for a new run, the latest run
+// of the flow and its records, named in the reasons.
+type history struct {
+	from     *state.Run
+	previous map[string]*state.Instance
+	base     map[string]cty.Value
+	last     *state.Run
+	lastRecs map[string]*state.Instance
+}
+
+// historyOf reads what a run of req.Flow would build on: the latest run of that flow
+// if it is unfinished or, with targets or replacements, whatever its status.
+func (s *Session) historyOf(req *Request) (*history, error) {
+	h := &history{}
 	store, err := s.openRead()
 	if errors.As(err, new(*NoStateError)) {
-		return nil, nil, nil, nil
+		return h, nil
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	defer store.Close()
 	run, err := store.LatestRun()
 	if err == nil {
 		err = s.sameFlow(run, req.Flow)
 	}
-	if err != nil || run == nil || run.Destroys != 0 || (run.Status == state.Succeeded && !req.selective()) || run.Flow != absPath(req.Flow) {
-		return nil, nil, nil, err
+	if err != nil || run == nil || run.Flow != absPath(req.Flow) {
+		return h, err
 	}
-	previous, base, err := runInputs(store, run)
+	recs, base, err := runInputs(store, run)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return run, previous, base, nil
+	if run.Destroys != 0 || (run.Status == state.Succeeded && !req.selective()) {
+		h.last, h.lastRecs = run, recs
+		return h, nil
+	}
+	h.from, h.previous = run, recs
+	if run.Status != state.Succeeded { // a resume; a targeted run starts from the flow's values
+		h.base = given(run, base)
+	}
+	return h, nil
 }
 
 // openRead opens the state file for reading: a *BusyError while a run holds it, a

@@ -94,7 +94,7 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, plan, err := s.loadSelected(&req, p.flow, base)
+	l, plan, err := s.loadSelected(&req, p.flow, given(latest, base))
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +132,16 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	}
 	runner := NewRunner(plan, Options{
 		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
-		Store: h.store, Previous: previous, Replace: req.Replace, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
+		Store: h.store, Previous: previous, Replace: req.Replace, NoRefresh: req.NoRefresh, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
 		Live: req.Live, Finish: finish,
 	})
 	start.Instances = len(plan.Order)
 	if req.Observer != nil {
 		req.Observer.Started(start, runner)
 	}
-	if !req.selective() {
+	if req.KeepRemoved {
+		s.sayKept(h.store, l.Plan, req)
+	} else if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
 		if failed, err := s.orphanPass(ctx, h.store, run, inFlow, req); err != nil || failed != nil {
 			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil

@@ -43,7 +43,12 @@ type Flow struct {
 
 	taskIndex   map[string]*Task
 	moduleIndex map[string]*ModuleCall
+	defaulted   map[string]bool // by the last Assign
 }
+
+// Defaulted reports whether the last Assign gave variable name its declared default,
+// no value having been given.
+func (f *Flow) Defaulted(name string) bool { return f.defaulted[name] }
 
 // Module returns the module call declared as module "NAME".
 func (f *Flow) Module(name string) (*ModuleCall, bool) {

@@ -79,13 +79,14 @@ func (f *Flow) Assign(in VarInputs) (map[string]cty.Value, hcl.Diagnostics) {
 
 func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diagnostics) (map[string]cty.Value, hcl.Diagnostics) {
 	out := map[string]cty.Value{}
+	f.defaulted = map[string]bool{}
 	for _, name := range keys(f.Variables) {
 		v := f.Variables[name]
 		val, given := raw[name]
 		switch {
 		case given:
 		case v.HasDefault:
-			val = v.Default
+			val, f.defaulted[name] = v.Default, true
 		case partial:
 			val = cty.UnknownVal(v.Type)
 		default:

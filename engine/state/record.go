@@ -33,10 +33,13 @@ type Run struct {
 	Flow string `json:"flow"` // the flow's absolute path
 	// Dir is the absolute working directory the run's tasks execute in (a resume and
 	// a destroy of the run too); empty in records written before flow kept it.
-	Dir        string           `json:"dir,omitempty"`
-	FlowHash   string           `json:"flow_hash"`
-	Vars       map[string]Value `json:"vars,omitempty"`      // sensitive variables are never stored; the engine leaves them out
-	Sensitive  []string         `json:"sensitive,omitempty"` // names of sensitive variables that were set
+	Dir       string           `json:"dir,omitempty"`
+	FlowHash  string           `json:"flow_hash"`
+	Vars      map[string]Value `json:"vars,omitempty"`      // sensitive variables are never stored; the engine leaves them out
+	Sensitive []string         `json:"sensitive,omitempty"` // names of sensitive variables that were set
+	// Defaulted names the variables of Vars that took their declared default: a resume
+	// takes the flow's default again, so an edited default applies.
+	Defaulted  []string         `json:"defaulted,omitempty"`
 	Status     Status           `json:"status"`
 	StartedAt  time.Time        `json:"started_at"`
 	FinishedAt *time.Time       `json:"finished_at,omitempty"`

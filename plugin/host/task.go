@@ -203,3 +203,33 @@ func (s *stopWriter) Write(p []byte) {
 		s.broken = true
 	}
 }
+
+// Probe asks the plugin's Check, when its type has one, whether what the recorded
+// success made is still there; a type without Check is trusted.
+func (t *Task) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
+	if !t.typ.checks {
+		return "", nil
+	}
+	req, err := t.request(env)
+	if err != nil {
+		return "", err
+	}
+	rpc, err := t.typ.proc.conn()
+	if err != nil {
+		return "", err
+	}
+	res, err := rpc.Check(ctx, req)
+	switch {
+	case err != nil:
+		return "", t.typ.proc.callError(ctx, "check", err)
+	case res.GetError() != "":
+		return "", fmt.Errorf("check: %s", res.GetError())
+	case res.GetState() == pluginpb.CheckResponse_DIFFERS:
+		return "it differs: " + res.GetDetail(), nil
+	case res.GetState() != pluginpb.CheckResponse_PRESENT:
+		return "it is gone", nil
+	}
+	return "", nil
+}
+
+var _ tasks.Prober = (*Task)(nil)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/flowdev/flow/tasks"
 )
@@ -61,31 +62,14 @@ func (a *Apply) appliedObjects(recorded tasks.Outputs) ([]objectRef, error) {
 
 // delete deletes one object; its namespace defaults as in apply.
 func (ap *applier) delete(ctx context.Context, ref objectRef) error {
-	gv, err := schema.ParseGroupVersion(ref.apiVersion)
+	ri, label, err := ap.resource(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("%s: %w", objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name), err)
+		return err
 	}
-	mapping, err := ap.mapper.RESTMapping(ctx, schema.GroupKind{Group: gv.Group, Kind: ref.kind}, gv.Version)
-	if meta.IsNoMatchError(err) {
-		fmt.Fprintf(ap.env.Stdout, "%s already absent (the server no longer serves its kind)\n", objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name))
+	if ri == nil {
+		fmt.Fprintf(ap.env.Stdout, "%s already absent (the server no longer serves its kind)\n", label)
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("%s: look up kind: %w", objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name), err)
-	}
-	res := ap.dyn.Resource(mapping.Resource)
-	var ri interface {
-		Delete(context.Context, string, metav1.DeleteOptions, ...string) error
-	} = res
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if ref.namespace == "" {
-			ref.namespace = ap.namespace
-		}
-		ri = res.Namespace(ref.namespace)
-	} else {
-		ref.namespace = ""
-	}
-	label := objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name)
 	background := metav1.DeletePropagationBackground
 	err = ri.Delete(ctx, ref.name, metav1.DeleteOptions{PropagationPolicy: &background})
 	switch {
@@ -97,6 +81,31 @@ func (ap *applier) delete(ctx context.Context, ref objectRef) error {
 		fmt.Fprintf(ap.env.Stdout, "deleted %s\n", label)
 	}
 	return nil
+}
+
+// resource is the client for ref's kind, in its namespace (defaulted as in apply),
+// and ref's label; a nil client when the server no longer serves the kind.
+func (ap *applier) resource(ctx context.Context, ref objectRef) (dynamic.ResourceInterface, string, error) {
+	label := objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name)
+	gv, err := schema.ParseGroupVersion(ref.apiVersion)
+	if err != nil {
+		return nil, label, fmt.Errorf("%s: %w", label, err)
+	}
+	mapping, err := ap.mapper.RESTMapping(ctx, schema.GroupKind{Group: gv.Group, Kind: ref.kind}, gv.Version)
+	if meta.IsNoMatchError(err) {
+		return nil, label, nil
+	}
+	if err != nil {
+		return nil, label, fmt.Errorf("%s: look up kind: %w", label, err)
+	}
+	res := ap.dyn.Resource(mapping.Resource)
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return res, objectLabel(ref.apiVersion, ref.kind, "", ref.name), nil
+	}
+	if ref.namespace == "" {
+		ref.namespace = ap.namespace
+	}
+	return res.Namespace(ref.namespace), objectLabel(ref.apiVersion, ref.kind, ref.namespace, ref.name), nil
 }
 
 var _ tasks.Destroyer = (*Apply)(nil)

@@ -123,3 +123,17 @@ func (k *Kubeconfig) Destroy(_ context.Context, env *tasks.Env, _ tasks.Outputs)
 }
 
 var _ tasks.Destroyer = (*Kubeconfig)(nil)
+
+// fileDrift says how path differs from data: "" when it holds exactly data.
+func fileDrift(path string, data []byte) (string, error) {
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return path + " is gone", nil
+	case err != nil:
+		return "", fmt.Errorf("read %s: %w", path, err)
+	case !bytes.Equal(old, data):
+		return path + " does not hold what the task writes", nil
+	}
+	return "", nil
+}

@@ -590,7 +590,7 @@ task "exec" "fragile" {
 		"run   exec.docs     inputs changed since it succeeded (command)",
 		"run?  exec.index    succeeded before; waits for exec.docs, which runs",
 		// The recorded value of who (bob) is used again, so greet is unchanged.
-		"skip  exec.greet    succeeded before with the same inputs",
+		"skip  exec.greet    up to date: succeeded in run 1 with the same inputs",
 		"run   exec.fragile  previous attempt failed",
 		"4 instances: 2 to run, 1 to skip, 1 decided at run time.",
 	} {

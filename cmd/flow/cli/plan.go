@@ -14,21 +14,33 @@ import (
 func (c *CLI) planCmd() *cobra.Command {
 	var v varFlags
 	var sel selectFlags
-	var destroy bool
+	var destroy, keepRemoved bool
 	cmd := &cobra.Command{
 		Use:   "plan PATH",
-		Short: "List the task instances in order and whether a resume would run or skip each",
+		Short: "Show what the next run would do with each task instance, and why",
 		Long: `List every task instance of the flow in dependency order (a run starts ready instances
-in this order; with free slots it does not wait for one), each with what
-"flow resume" would do with it and why: run (not run before, failed, inputs changed),
-skip (succeeded with the same inputs), or run? (it waits for something that runs, and is
-skipped at run time only if its inputs come out unchanged). Without an unfinished run of
-this flow in the state file, everything runs.
+in this order; with free slots it does not wait for one), each with what the next
+command would do with it and why. With an unfinished run of this flow in the state
+file, that is "flow resume"; with --target or --replace, a run from the latest run's
+checkpoints: run (not run before, failed, inputs changed, drifted, replaced), skip (up
+to date: succeeded in that run with the same inputs, and its object is still there),
+or run? (it waits for something that runs, and is skipped at run time only if its
+inputs come out unchanged). Otherwise it is a new run, which runs every instance; each
+line then says what the latest run did with it. Instances the state holds and the flow
+no longer has are listed first: destroy (the run undoes them before anything else) or
+keep (and why).
+
+Refresh: before a success counts as up to date, its type looks at its object when it
+can (an LXD instance runs, a proxy device is there and its port answers, a file has
+its content, Kubernetes objects exist, a process runs); what drifted runs again.
+--refresh=false trusts the records.
 
 With --destroy, show what "flow destroy" would do instead: each instance the latest run
 started, in the order a destroy undoes them, with how it is undone or why it is kept.
 PATH may then be left out: the flow is the one the run recorded.`,
 		Example: `  flow plan flows/demo.hcl
+  flow plan flows/lab.hcl --replace 'lxd_launch.member["member2"]'
+  flow plan flows/lab.hcl --refresh=false
   flow plan flows/lab.hcl --var-file lab.vars.hcl
   flow plan --destroy --state .flow/lab.db`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -45,23 +57,27 @@ PATH may then be left out: the flow is the one the run recorded.`,
 				}
 				return c.planDestroy(path, v)
 			}
-			return c.plan(args[0], v, sel)
+			return c.plan(args[0], v, sel, keepRemoved)
 		},
 	}
 	v.add(cmd)
 	sel.add(cmd)
 	cmd.Flags().BoolVar(&destroy, "destroy", false, `show what "flow destroy" would do`)
+	cmd.Flags().BoolVar(&keepRemoved, "keep-removed", false, `show what "flow run --keep-removed" would do`)
 	return cmd
 }
 
-func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
+func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved bool) error {
 	req := c.request(v, nil, false)
 	req.Flow, req.Targets, req.Replace = path, sel.targetAddrs(), sel.replaceAddrs()
+	req.NoRefresh, req.KeepRemoved = !sel.refresh, keepRemoved
 	pv, err := engine.NewSession(c.state(), c.reg).Preview(req)
 	if err != nil {
 		return c.planRefused(err)
 	}
 	switch {
+	case pv.From == nil && pv.Last != nil && pv.Last.Destroys == 0:
+		fmt.Fprintf(c.stdout, "Run %d succeeded. A new run would run every instance again (each task finds what it already made and leaves it):\n", pv.Last.ID)
 	case pv.From == nil:
 		fmt.Fprintln(c.stdout, "A new run would:")
 	case pv.From.Status != engine.Succeeded:
@@ -69,9 +85,12 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags) error {
 	default:
 		fmt.Fprintf(c.stdout, "A new run from the checkpoints of run %d would:\n", pv.From.ID)
 	}
-	removed := printDecisions(c.stdout, pv.Removed)
-	counts := map[string]int{}
+	removed, counts := map[engine.Action]int{}, map[string]int{}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, d := range pv.Removed {
+		removed[d.Action]++
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Action, d.Addr, d.Reason)
+	}
 	for _, d := range pv.Decisions {
 		counts[string(d.Action)]++
 		reason := d.Reason

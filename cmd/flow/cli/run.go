@@ -25,6 +25,7 @@ type execFlags struct {
 	parallelism    int
 	failFast       bool
 	transientRetry time.Duration
+	keepRemoved    bool // run only
 }
 
 func (e *execFlags) add(cmd *cobra.Command) {
@@ -68,6 +69,8 @@ Exit codes: 0 success, 1 a task failed, 2 invalid flow or usage, 130 interrupted
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new run even if the latest one did not finish")
+	cmd.Flags().BoolVar(&f.keepRemoved, "keep-removed", false,
+		"leave the instances the state holds and the flow no longer has as they are, for a later run or destroy to undo")
 	return cmd
 }
 
@@ -136,6 +139,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	req := c.request(f.varFlags, out, live)
 	req.Observer = obs
 	req.Flow, req.New, req.Targets, req.Replace = path, fresh, f.targetAddrs(), f.replaceAddrs()
+	req.NoRefresh, req.KeepRemoved = !f.refresh, f.keepRemoved
 	req.Parallelism, req.FailFast, req.TransientRetry = f.parallelism, f.failFast, f.transientBound()
 	sess := engine.NewSession(c.state(), c.reg)
 	run := sess.Run

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// Refresh, as Terraform's: before a resume, a targeted run or a plan lets a recorded
+// success stand, the instance's type looks at its object, when it can (tasks.Prober,
+// or a plugin's tasks.Checker). What drifted runs again, and the run and the plan say
+// why. Options.NoRefresh (--refresh=false) trusts the records as they are.
+
+// canProbe reports whether task's type can look at its object.
+func canProbe(task tasks.Task) bool {
+	switch task.(type) {
+	case tasks.Prober, tasks.Checker:
+		return true
+	}
+	return false
+}
+
+// drift asks task whether what its recorded success made is still there: "" when it
+// is (or the type cannot tell), else why the instance runs again.
+func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Instance) string {
+	var recorded tasks.Outputs
+	if prev != nil && len(prev.Outputs) > 0 {
+		recorded = decodeOutputs(prev)
+	}
+	switch t := task.(type) {
+	case tasks.Prober:
+		what, err := t.Probe(ctx, env, recorded)
+		if err != nil {
+			return fmt.Sprintf("refresh could not look at it (%v)", err)
+		}
+		if what != "" {
+			return "drifted since it succeeded: " + what
+		}
+	case tasks.Checker:
+		res, err := t.Check(ctx, env)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("refresh could not look at it (%v)", err)
+		case res.State == tasks.Absent:
+			return "drifted since it succeeded: it is gone"
+		case res.State == tasks.Differs:
+			return "drifted since it succeeded: " + res.Detail
+		}
+	}
+	return ""
+}
+
+// refresh is drift for inst's evaluated task, unless the run trusts its records.
+func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated, prev *state.Instance) string {
+	if c.opts.NoRefresh || !canProbe(ev.task) {
+		return ""
+	}
+	return drift(ctx, ev.task, probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr)), prev)
+}
+
+// probeEnv is the Env a probe runs in: it prints nothing, and a daemon that does not
+// answer is reported at once rather than retried.
+func probeEnv(addr string, logger hclog.Logger) *tasks.Env {
+	return &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1}
+}

@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// --replace, as Terraform's -replace: an instance it selects that ran before and
+// that a destroy would undo is undone first, then created again. One whose type
+// cannot be undone (or that is retained) just runs again.
+
+// undoesOnReplace reports whether a replace of inst undoes it before running it.
+func undoesOnReplace(inst *Instance, prev *state.Instance) bool {
+	return ran(prev) && keepReason(inst) == ""
+}
+
+// replaceReason says what a run does with inst when --replace selects it.
+func replaceReason(inst *Instance, prev *state.Instance) string {
+	if undoesOnReplace(inst, prev) {
+		return "replaced (--replace): undone, then run again"
+	}
+	return "replaced (--replace)"
+}
+
+// undoForReplace undoes what inst's earlier run made, with its inputs as evaluated
+// now and the outputs that run recorded, before the attempt runs it again.
+func (c *coordinator) undoForReplace(ctx context.Context, inst *Instance, ev *evaluated, env *tasks.Env) error {
+	prev := c.opts.Previous[inst.Addr]
+	destroyer, ok := ev.task.(tasks.Destroyer)
+	if !ok {
+		return nil
+	}
+	var recorded tasks.Outputs
+	if prev.Status == state.Succeeded && len(prev.Outputs) > 0 {
+		recorded = decodeOutputs(prev)
+	}
+	c.say("%s: undoing it first", inst.Addr)
+	began := time.Now()
+	if err := destroyer.Destroy(ctx, env, recorded); err != nil {
+		return fmt.Errorf("undo before replacing: %w", err)
+	}
+	c.say("%s: undone in %s", inst.Addr, round(time.Since(began)))
+	return nil
+}
