@@ -132,7 +132,9 @@ func TestPlanMatchesRun(t *testing.T) {
 		after func(dir string) // what happens to the world after the step
 		// A step with code 0 runs with the gate open (the file "go" exists).
 	}
-	run := func(code int, args ...string) step { return step{args: append([]string{"run", "main.hcl"}, args...), code: code} }
+	run := func(code int, args ...string) step {
+		return step{args: append([]string{"run", "main.hcl"}, args...), code: code}
+	}
 	cases := []struct {
 		name    string
 		history []step
