@@ -16,3 +16,12 @@ import "context"
 type Prober interface {
 	Probe(ctx context.Context, env *Env, recorded Outputs) (drift string, err error)
 }
+
+// RefreshText says what a refresh of t's instances looks at, for `flow tasks` and the
+// generated pages.
+func (t *Type) RefreshText() string {
+	if t.Refresh == "" {
+		return "none: a recorded success is trusted (its Run checks its object when it runs)."
+	}
+	return "before a plan, a resume or a targeted run trusts a recorded success, flow looks whether " + t.Refresh + "; if not, the instance runs again."
+}

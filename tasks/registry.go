@@ -35,6 +35,9 @@ type Type struct {
 	// stored) are decoded as zero values and Validate is not called. Without it, every
 	// input must be known and the task must validate, as for Run.
 	DestroyReads []string
+	// Refresh, for a Prober, says what its Probe looks at ("the instance exists and
+	// runs"), shown by `flow tasks NAME`; Check requires it of every Prober.
+	Refresh string
 }
 
 var errNoPluginLoader = errors.New("this flow binary cannot start plugins")
@@ -105,6 +108,9 @@ func (r *Registry) Check() error {
 			if IsMetaAttribute(a.Name) {
 				errs = append(errs, fmt.Errorf("task type %q: attribute %q is reserved for the engine", name, a.Name))
 			}
+		}
+		if _, probes := r.types[name].New().(Prober); probes && r.types[name].Refresh == "" {
+			errs = append(errs, fmt.Errorf("task type %q: it is a Prober without Refresh", name))
 		}
 		for _, read := range r.types[name].DestroyReads {
 			if !known[read] {

@@ -80,8 +80,10 @@ func TestCheck(t *testing.T) {
 	reg.MustRegister(tasks.Type{Name: "blocky", New: func() tasks.Task { return &withBlock{} }})
 	reg.MustRegister(tasks.Type{Name: "res", New: func() tasks.Task { return &reserved{} }})
 	reg.MustRegister(tasks.Type{Name: "reads", DestroyReads: []string{"name", "path"}, New: func() tasks.Task { return &sample{} }})
+	reg.MustRegister(tasks.Type{Name: "probes", New: func() tasks.Task { return &prober{} }})
 	err := reg.Check()
 	want := "task type \"blocky\": field Inner: nested blocks are not supported; use a map or object attribute\n" +
+		"task type \"probes\": it is a Prober without Refresh\n" +
 		"task type \"reads\": DestroyReads names \"path\", which is no attribute\n" +
 		"task type \"res\": attribute \"timeout\" is reserved for the engine"
 	if err == nil || err.Error() != want {
@@ -122,3 +124,9 @@ func TestAttributesAndDecode(t *testing.T) {
 		t.Errorf("fractional count: err = %v, want an AttrError on count", err)
 	}
 }
+
+// prober is a sample that can probe, for Check's rule that a Prober says what it
+// looks at.
+type prober struct{ sample }
+
+func (*prober) Probe(context.Context, *tasks.Env, tasks.Outputs) (string, error) { return "", nil }

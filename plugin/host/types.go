@@ -48,7 +48,7 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 			Name: s.GetName(), Summary: s.GetSummary(),
 			Doc:     s.GetDoc() + fmt.Sprintf("\n\nServed by the plugin %q (%s).", p.Name, p.Path),
 			Outputs: outputs, Example: s.GetExample(), Undo: s.GetUndo(), UndoAttr: s.GetUndoAttr(),
-			DestroyReads: s.GetDestroyReads(),
+			DestroyReads: s.GetDestroyReads(), Refresh: refreshText(s.GetChecks()),
 			New: func() tasks.Task {
 				if destroys {
 					return &destroyerTask{Task: &Task{typ: rt}}
@@ -62,3 +62,12 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 
 // ValidateTimeout bounds a plugin's Validate, which must be fast and offline.
 var ValidateTimeout = 30 * time.Second
+
+// refreshText is what a refresh of a plugin type's instances looks at: its Check, if
+// it has one (Task.Probe); otherwise nothing, and tasks.Type.RefreshText says so.
+func refreshText(checks bool) string {
+	if checks {
+		return "the plugin's Check finds the object present as configured"
+	}
+	return ""
+}

@@ -54,7 +54,8 @@ same manifests again changes nothing.`,
 		Outputs: []tasks.Output{
 			{Name: "objects", Type: cty.List(objectRefType), Doc: "The applied objects in apply order, each an object with api_version, kind, namespace (empty for cluster-scoped objects) and name."},
 		},
-		Undo: "flow destroy deletes the objects the run applied (its objects output), in reverse order; objects that are gone already are skipped. Namespaces it applied go with everything in them.",
+		Refresh: "every object the run applied (its objects output) still exists",
+		Undo:    "flow destroy deletes the objects the run applied (its objects output), in reverse order; objects that are gone already are skipped. Namespaces it applied go with everything in them.",
 		Example: `task "k8s_apply" "nginx" {
   kubeconfig    = kubeconfig.member1.path
   context       = "member1"

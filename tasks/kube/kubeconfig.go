@@ -47,6 +47,7 @@ The kubeconfig's contents, which hold credentials, are never printed.`,
 			{Name: "server", Type: cty.String, Doc: "Server URL of the context's cluster in the written file.", Clean: true},
 			{Name: "context", Type: cty.String, Doc: "Name of the written file's current-context.", Clean: true},
 		},
+		Refresh:      "path holds exactly what the task writes",
 		Undo:         "flow destroy removes the file at path (it holds credentials); a file that is gone already is skipped. Parent directories it created stay.",
 		DestroyReads: []string{"path"},
 		Example: `task "kubeconfig" "member1" {

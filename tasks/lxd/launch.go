@@ -58,7 +58,8 @@ remains of a create cut short by a daemon restart, is deleted and created again.
 			{Name: "ipv4", Type: cty.List(cty.String), Doc: "The instance's global IPv4 addresses, sorted; empty without a network."},
 			{Name: "ipv6", Type: cty.List(cty.String), Doc: "The instance's global IPv6 addresses, sorted; empty without a network."},
 		},
-		Undo: "flow destroy stops and deletes the instance, with its devices and the files pushed into it; an instance that is gone already is skipped.",
+		Refresh: "the instance exists and runs (a daemon restart can leave it stopped)",
+		Undo:    "flow destroy stops and deletes the instance, with its devices and the files pushed into it; an instance that is gone already is skipped.",
 		Example: `task "lxd_launch" "member" {
   for_each     = toset(["member1", "member2"])
   remote       = local.lxd

@@ -57,7 +57,8 @@ accepts a TCP connection.`,
 			{Name: "port", Type: cty.Number, Doc: "The listen port; 0 for unix."},
 			{Name: "listen", Type: cty.String, Doc: "The listen attribute as declared."},
 		},
-		Undo: "flow destroy removes the device from the instance; a device or instance that is gone already is skipped.",
+		Refresh: "the device is on the instance as declared and, for a tcp address on this host of a running instance, the address accepts a connection",
+		Undo:    "flow destroy removes the device from the instance; a device or instance that is gone already is skipped.",
 		Example: `task "proxy_device" "api" {
   remote   = local.lxd
   instance = "member1"

@@ -57,7 +57,8 @@ alone does not replace a running process.`,
 			{Name: "pid", Type: cty.Number, Doc: "Pid of the process."},
 			{Name: "log_file", Type: cty.String, Doc: "Absolute path of the log file."},
 		},
-		Undo: "flow destroy stops the process pid_file names, as process_stop does (its process group gets SIGTERM, then SIGKILL after 30s), and removes the pid file; the log file stays.",
+		Refresh: "the process pid_file names still runs the command",
+		Undo:    "flow destroy stops the process pid_file names, as process_stop does (its process group gets SIGTERM, then SIGKILL after 30s), and removes the pid file; the log file stays.",
 		Example: `task "process" "apiserver" {
   command       = ["bin/karmada-apiserver", "--secure-port=5443", "--etcd-servers=http://127.0.0.1:2379"]
   env           = { GOMAXPROCS = "2" }

@@ -78,6 +78,7 @@ func Markdown(t *tasks.Type) (string, error) {
 		}
 	}
 	fmt.Fprintf(&b, "\n**Undo:** %s\n", t.UndoText())
+	fmt.Fprintf(&b, "\n**Refresh:** %s\n", t.RefreshText())
 	if ex := strings.TrimSpace(t.Example); ex != "" {
 		fmt.Fprintf(&b, "\n## Example\n\n```hcl\n%s\n```\n", ex)
 	}
@@ -110,6 +111,7 @@ func Text(t *tasks.Type) (string, error) {
 		tw.Flush()
 	}
 	fmt.Fprintf(&b, "\nUndo (flow destroy): %s\n", t.UndoText())
+	fmt.Fprintf(&b, "Refresh: %s\n", t.RefreshText())
 	if t.Example != "" {
 		ex := strings.TrimSpace(t.Example)
 		fmt.Fprintf(&b, "\nExample:\n\n%s\n", "  "+strings.ReplaceAll(ex, "\n", "\n  "))
