@@ -33,21 +33,8 @@ task "exec" "member" {
 }
 
 task "kubeconfig" "config" {
-  content = <<-EOT
-    apiVersion: v1
-    kind: Config
-    clusters:
-    - name: c
-      cluster: {server: "https://127.0.0.1:16441"}
-    users:
-    - name: u
-      user: {token: "t"}
-    contexts:
-    - name: x
-      context: {cluster: c, user: u}
-    current-context: x
-  EOT
-  path = "member.config"
+  source = "src.config" # tasks/kube/testdata/probe.kubeconfig
+  path   = "member.config"
 }
 
 task "exec" "gate" {
@@ -194,7 +181,7 @@ func TestPlanMatchesRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tag, dir := newTag(t), t.TempDir()
-			writeFiles(t, dir, map[string]string{"main.hcl": truthFlow})
+			writeFiles(t, dir, map[string]string{"main.hcl": truthFlow, "src.config": probeKubeconfig(t)})
 			for _, s := range tc.history {
 				if s.code == 0 && s.args != nil {
 					touchGo(dir) // a step meant to succeed gets past the gate
@@ -233,7 +220,7 @@ func editFlow(dir, old, new string) {
 // be undone runs its undo, then creates it again, as Terraform's -replace does.
 func TestReplaceUndoesFirst(t *testing.T) {
 	tag, dir := newTag(t), t.TempDir()
-	writeFiles(t, dir, map[string]string{"main.hcl": truthFlow, "go": ""})
+	writeFiles(t, dir, map[string]string{"main.hcl": truthFlow, "src.config": probeKubeconfig(t), "go": ""})
 	flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m1"]`)
 	r := flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m1"]`, "--replace", `exec.member["m1"]`)
 	// A replace run starts from the checkpoints: run 1 created, run 2 undoes and creates.
@@ -243,4 +230,13 @@ func TestReplaceUndoesFirst(t *testing.T) {
 	if !exists(filepath.Join(dir, "m1.marker")) {
 		t.Errorf("m1.marker is gone after the replace\n%s", r.desc)
 	}
+}
+
+// probeKubeconfig is the kubeconfig the kubeconfig task of truthFlow derives from.
+func probeKubeconfig(t *testing.T) string {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readFile(t, filepath.Join(root, "tasks/kube/testdata/probe.kubeconfig"))
 }

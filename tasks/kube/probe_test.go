@@ -39,7 +39,7 @@ func testApplyProbe(t *testing.T, s *kubetest.Server) {
 // edited, and nothing while it holds what the task writes.
 func TestKubeconfigProbe(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.config")
-	task := &Kubeconfig{Content: probeKubeconfig, Path: path}
+	task := &Kubeconfig{Source: "testdata/probe.kubeconfig", Path: path}
 	mustRun(t, task)
 	env, _ := taskstest.NewEnv(t)
 	for _, step := range []struct {
@@ -56,17 +56,3 @@ func TestKubeconfigProbe(t *testing.T) {
 		}
 	}
 }
-
-const probeKubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:16441"}
-users:
-- name: u
-  user: {token: "t"}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`
