@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -67,4 +68,46 @@ func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated
 // answer is reported at once rather than retried.
 func probeEnv(addr string, logger hclog.Logger) *tasks.Env {
 	return &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1}
+}
+
+// probeJob is one instance a preview would trust, to be probed.
+type probeJob struct {
+	inst *Instance
+	ev   *evaluated
+	prev *state.Instance
+}
+
+// refreshParallelism bounds the probes a preview makes at once.
+const refreshParallelism = 10
+
+// refreshAll probes, in parallel, every instance whose success a preview of spec would
+// let stand, and returns a look that answers from what they found. A first pass finds
+// them: probing does not change what an instance's dependents read, so the instances
+// a drifted one's dependents are (run?) were all found by it.
+func refreshAll(p *Plan, spec previewSpec, req Request) func(*Instance, *evaluated, *state.Instance) string {
+	var jobs []probeJob
+	spec.look = func(inst *Instance, ev *evaluated, prev *state.Instance) string {
+		if canProbe(ev.task) {
+			jobs = append(jobs, probeJob{inst, ev, prev})
+		}
+		return ""
+	}
+	p.preview(spec)
+	found := make([]string, len(jobs))
+	slots := make(chan struct{}, refreshParallelism)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			found[i] = drift(context.Background(), j.ev.task, probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr)), j.prev)
+		}()
+	}
+	wg.Wait()
+	drifted := map[string]string{}
+	for i, j := range jobs {
+		drifted[j.inst.Addr] = found[i]
+	}
+	return func(inst *Instance, _ *evaluated, _ *state.Instance) string { return drifted[inst.Addr] }
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,12 +46,7 @@ func (s *Session) Preview(req Request) (*Preview, error) {
 		spec.from = from.ID
 	}
 	if !req.NoRefresh {
-		spec.look = func(inst *Instance, ev *evaluated, prev *state.Instance) string {
-			if !canProbe(ev.task) {
-				return ""
-			}
-			return drift(context.Background(), ev.task, probeEnv(inst.Addr, req.namedLogger(inst.Addr)), prev)
-		}
+		spec.look = refreshAll(plan, spec, req)
 	}
 	pv := &Preview{From: from, Last: hist.last, Plan: plan, Decisions: plan.preview(spec)}
 	if hist.last != nil {
