@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -28,7 +29,9 @@ func canProbe(task tasks.Task) bool {
 
 // drift asks task whether what its recorded success made is still there: "" when it
 // is (or the type cannot tell), else why the instance runs again.
-func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Instance) string {
+func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Instance) (found string) {
+	began := time.Now()
+	defer func() { env.Logger.Debug("refreshed", "took", time.Since(began), "drift", found) }()
 	var recorded tasks.Outputs
 	if prev != nil && len(prev.Outputs) > 0 {
 		recorded = decodeOutputs(prev)
