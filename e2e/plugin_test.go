@@ -303,3 +303,34 @@ func readFileOr(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// TestPluginRefresh: a plugin type with a Check is refreshed like a built-in one: its
+// file removed after the run, plan and resume say it drifted and the resume writes it
+// again (issue 20, refresh).
+func TestPluginRefresh(t *testing.T) {
+	tag := newTag(t)
+	dir := pluginFlow(t, `plugin "marker" {
+  source = "./flow-plugin-marker"
+}
+task "marker" "m" {
+  path    = "m.txt"
+  content = "hello"
+}
+task "exec" "gate" {
+  depends_on = [marker.m]
+  script     = "test -f go"
+}
+`)
+	flowExit(t, tag, dir, 1, "run", "flow.hcl", "--state", "s.db")
+	remove(dir, "m.txt")
+	plan := flowExit(t, tag, dir, 0, "plan", "flow.hcl", "--state", "s.db")
+	if act, why := planned(plan.stdout); act["marker.m"] != "run" || why["marker.m"] != "drifted since it succeeded: it is gone" {
+		t.Errorf("plan does not run marker.m again for its removed file:\n%s", plan.stdout)
+	}
+	touchGo(dir)
+	r := flowExit(t, tag, dir, 0, "resume", "--state", "s.db")
+	comparePlan(t, plan, r)
+	if got := readFile(t, filepath.Join(dir, "m.txt")); got != "hello" {
+		t.Errorf("m.txt = %q after the resume, want hello\n%s", got, r.desc)
+	}
+}
