@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,5 +295,37 @@ func TestDroppedInstancesUndone(t *testing.T) {
 		if exists(filepath.Join(dir, m+".marker")) {
 			t.Errorf("destroy left %s.marker", m)
 		}
+	}
+}
+
+// TestInterruptedUndoOfDropped: Ctrl-C while a run undoes an instance the flow dropped
+// ends the run as interrupted (exit 130), and the instance stays in the state: the
+// resume undoes it.
+func TestInterruptedUndoOfDropped(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	// The undo is recorded with the instance: it sleeps only while the file "slow" exists.
+	slowUndo := strings.Replace(membersFlow, `undo     = "rm -f`, `undo     = "touch ${each.key}.undoing; ! test -f slow || sleep 30; rm -f`, 1)
+	writeFiles(t, dir, map[string]string{"main.hcl": slowUndo, "slow": ""})
+	flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m1","m2"]`)
+	p := start(t, tag, dir, "run", "main.hcl", "--var", `members=["m1"]`)
+	for deadline := time.Now().Add(time.Minute); !exists(filepath.Join(dir, "m2.undoing")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) || p.exited() {
+			t.Fatalf("the undo of m2 did not start\n%s", p.describe())
+		}
+	}
+	p.signal(t, syscall.SIGINT)
+	if !p.wait(time.Minute) {
+		t.Fatalf("the run did not end after Ctrl-C\n%s", p.describe())
+	}
+	if p.code() != 130 {
+		t.Errorf("exit %d after Ctrl-C during the undo, want 130\n%s", p.code(), p.describe())
+	}
+	if !exists(filepath.Join(dir, "m2.marker")) {
+		t.Fatalf("m2.marker is gone: the undo was not interrupted\n%s", p.describe())
+	}
+	remove(dir, "slow")
+	r := flowExit(t, tag, dir, 0, "resume")
+	if exists(filepath.Join(dir, "m2.marker")) || !exists(filepath.Join(dir, "m1.marker")) {
+		t.Errorf("the resume did not undo exactly m2\n%s", r.desc)
 	}
 }

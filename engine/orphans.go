@@ -39,7 +39,7 @@ func liveInstances(store *state.Store) (map[string]orphan, error) {
 		}
 		for _, r := range recs {
 			switch {
-			case run.Destroys != 0 && r.Status == state.Succeeded, r.Removed && r.Status != state.Failed:
+			case run.Destroys != 0 && r.Status == state.Succeeded, r.Removed && (r.Status == state.Succeeded || r.Status == state.Skipped):
 				delete(live, r.Address)
 			case run.Destroys == 0 && !r.Removed && ran(r):
 				live[r.Address] = orphan{run: run.ID, rec: r}
@@ -128,7 +128,10 @@ func (s *Session) undoOrphans(ctx context.Context, store *state.Store, runID uin
 			StartedAt: timePtr(began), FinishedAt: timePtr(time.Now()), Order: -1,
 			Reason: fmt.Sprintf("no longer in the flow; undone (run %d created it)", o.run)}
 		took := round(time.Since(began))
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
+			rec.Status, rec.Error = state.Interrupted, err.Error()
+			cons.line(fmt.Sprintf("%s: interrupted after %s", addr, took))
+		} else if err != nil {
 			rec.Status, rec.Error = state.Failed, err.Error()
 			cons.line(fmt.Sprintf("%s: destroy failed in %s: %s", addr, took, err))
 		} else {
@@ -197,12 +200,20 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	if err == nil {
 		return nil, nil
 	}
-	rec := &state.Instance{Address: addr, Status: state.Failed, Error: err.Error(), Removed: true}
-	run.Status, run.FinishedAt, run.Error = state.Failed, timePtr(time.Now()), fmt.Sprintf("undo %s: %v", addr, err)
+	status := state.Failed
+	if ctx.Err() != nil { // Ctrl-C: the run is interrupted, and a resume undoes the rest
+		status = state.Interrupted
+	}
+	rec := &state.Instance{Address: addr, Status: status, Error: err.Error(), Removed: true}
+	run.Status, run.FinishedAt, run.Error = status, timePtr(time.Now()), fmt.Sprintf("undo %s: %v", addr, err)
 	if perr := store.PutRun(run); perr != nil {
 		return nil, perr
 	}
-	return &Result{Status: state.Failed, FirstFailure: addr, Records: []*state.Instance{rec}}, nil
+	res := &Result{Status: status, Records: []*state.Instance{rec}}
+	if status == state.Failed {
+		res.FirstFailure = addr
+	}
+	return res, nil
 }
 
 // sayKept names, for a run with KeepRemoved, each instance the state holds and p does
