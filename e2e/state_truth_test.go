@@ -329,3 +329,53 @@ func TestInterruptedUndoOfDropped(t *testing.T) {
 		t.Errorf("the resume did not undo exactly m2\n%s", r.desc)
 	}
 }
+
+// childFlow: a member and a child per key; each undo logs itself, and the children's
+// undos each wait until the other child's undo has begun, which only a walk that
+// undoes independent instances at once lets happen.
+const childFlow = `variable "members" {
+  type    = set(string)
+  default = ["m1", "m2", "m3"]
+}
+
+task "exec" "member" {
+  for_each = var.members
+  script   = "true"
+  undo     = "echo member ${each.key} >> undo.log"
+}
+
+task "exec" "child" {
+  for_each   = var.members
+  depends_on = [exec.member[each.key]]
+  script     = "true"
+  undo       = <<-EOT
+    touch child-${each.key}.began
+    for i in $(seq 200); do [ $(ls child-*.began | wc -l) -ge 2 ] && break; sleep 0.05; done
+    [ $(ls child-*.began | wc -l) -ge 2 ] || exit 1
+    echo child ${each.key} >> undo.log
+  EOT
+}
+`
+
+// TestDroppedUndoneByTheWalker: instances a shrunk for_each drops are undone by the
+// one walker: in reverse dependency order (a child before its member) and independent
+// ones at once (the two children's undos overlap).
+func TestDroppedUndoneByTheWalker(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"main.hcl": childFlow})
+	flowExit(t, tag, dir, 0, "run", "main.hcl")
+	r := flowExit(t, tag, dir, 0, "run", "main.hcl", "--var", `members=["m1"]`)
+	lines := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "undo.log"))), "\n")
+	at := map[string]int{}
+	for i, l := range lines {
+		at[l] = i + 1
+	}
+	for _, m := range []string{"m2", "m3"} {
+		if at["child "+m] == 0 || at["member "+m] == 0 || at["child "+m] > at["member "+m] {
+			t.Errorf("undo.log %q: want child %s undone before member %s\n%s", lines, m, m, r.desc)
+		}
+	}
+	if len(lines) != 4 {
+		t.Errorf("undo.log %q: want the 4 dropped instances undone once each", lines)
+	}
+}

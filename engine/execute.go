@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/hcl/v2"
 	"math/rand/v2"
 	"time"
 
@@ -92,7 +93,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		values: map[string]cty.Value{}, final: make(map[string]bool, n), started: map[string]time.Time{},
 		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
 		backoff: map[string]*time.Timer{}, blocked: map[string]bool{}}
-	if r.opts.Undo != nil {
+	if r.opts.Undo != nil && !r.plan.orphans { // orphans are decoded from their records alone
 		c.values = r.plan.recordedValues(r.opts.Undo)
 	}
 	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
@@ -185,7 +186,11 @@ func (c *coordinator) start(inst *Instance, attempt int) {
 	c.runningOf[inst.Task]++
 	c.started[inst.Addr] = time.Now()
 	c.reportAt[inst.Addr] = c.opts.ProgressEvery
-	ectx, diags := c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+	var ectx *hcl.EvalContext
+	var diags hcl.Diagnostics
+	if inst.orphan == nil {
+		ectx, diags = c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+	}
 	if c.opts.Undo != nil {
 		go func() { c.events <- c.undo(c.tasksCtx, inst, ectx, diags) }()
 		return
@@ -266,6 +271,9 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		// status and the summary) would otherwise grow a long run's heap with every success.
 		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
 		rec.Inputs, rec.Withheld, rec.Retain = res.inputs, res.withheld, res.inst.Task.RetainOnDestroy
+		if res.inputs != nil { // it can be undone: once the flow drops it, in dependency order
+			rec.Deps, rec.DepsKnown = res.inst.Deps, true
+		}
 		// Only dependents must wait for the record to be durable; a leaf's success rides
 		// along with the next commit (a kill before then runs it again on resume).
 		wait := len(c.plan.Dependents(addr)) > 0

@@ -3,15 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/zclconf/go-cty/cty"
-
+	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/state"
-	"github.com/flowdev/flow/tasks"
 )
 
 // An orphan is an instance the state holds, because a run created it and no run undid
@@ -72,24 +68,11 @@ func orphansOf(live map[string]orphan, p *Plan) []orphan {
 
 // orphanDecision says what undoing o does: destroy it, or keep it and why.
 func (s *Session) orphanDecision(o orphan) Decision {
-	d := Decision{Addr: o.rec.Address, Action: ActionKeep}
-	kind, ok := s.reg.Lookup(o.rec.Type)
-	switch {
-	case !ok:
-		d.Reason = fmt.Sprintf("no longer in the flow; left as it is (there is no task type %q)", o.rec.Type)
-	case o.rec.Retain:
-		d.Reason = "no longer in the flow; retained (retain_on_destroy)"
-	case !kind.Destroys():
-		d.Reason = fmt.Sprintf("no longer in the flow; left as it is (%s)", kind.UndoGist())
-	case kind.UndoAttr != "" && !setsInput(o.rec, kind.UndoAttr):
-		d.Reason = fmt.Sprintf("no longer in the flow; left as it is (it sets no %s)", kind.UndoAttr)
-	case o.rec.Inputs == nil:
-		d.Reason = "no longer in the flow; left as it is (its inputs were not recorded: it did not succeed, or an older flow ran it)"
-	default:
-		d.Action = ActionDestroy
-		d.Reason = fmt.Sprintf("no longer in the flow (run %d created it); undone first", o.run)
+	kind, _ := s.reg.Lookup(o.rec.Type)
+	if why := orphanKeep(kind, &o); why != "" {
+		return Decision{Addr: o.rec.Address, Action: ActionKeep, Reason: why}
 	}
-	return d
+	return Decision{Addr: o.rec.Address, Action: ActionDestroy, Reason: fmt.Sprintf("no longer in the flow (run %d created it); undone first", o.run)}
 }
 
 func setsInput(rec *state.Instance, name string) bool {
@@ -101,91 +84,10 @@ func setsInput(rec *state.Instance, name string) bool {
 	return err == nil && !v.IsNull()
 }
 
-// undoOrphans undoes orphans in order, one at a time, printing to req.Out, and records
-// each as a Removed instance of run runID. It returns the address of the first that
-// could not be undone, with its error, and stops there.
-func (s *Session) undoOrphans(ctx context.Context, store *state.Store, runID uint64, orphans []orphan, req *Request) (string, error) {
-	cons := &console{out: req.Out}
-	for _, o := range orphans {
-		d := s.orphanDecision(o)
-		addr := o.rec.Address
-		if d.Action != ActionDestroy { // said once: the state holds it no longer
-			cons.line(fmt.Sprintf("%s: %s", addr, d.Reason))
-			kept := &state.Instance{Address: addr, Type: o.rec.Type, Status: state.Skipped, Removed: true, Order: -1, Reason: d.Reason}
-			if err := store.Commit(runID, nil, []*state.Instance{kept}, nil); err != nil {
-				return addr, fmt.Errorf("record %s: %w", addr, err)
-			}
-			continue
-		}
-		cons.line(fmt.Sprintf("%s: no longer in the flow; destroying", addr))
-		began := time.Now()
-		capt := &capture{}
-		w := &lineWriter{prefix: "[" + addr + "] ", console: cons, capture: capt, redact: func(s string) string { return s }}
-		err := s.undoRecorded(ctx, o.rec, &tasks.Env{Address: addr, Attempt: 1, Stdout: w, Stderr: w,
-			Logger: req.namedLogger(addr), TransientRetry: req.TransientRetry})
-		w.flush()
-		rec := &state.Instance{Address: addr, Type: o.rec.Type, Status: state.Succeeded, Attempts: 1, Removed: true,
-			StartedAt: timePtr(began), FinishedAt: timePtr(time.Now()), Order: -1,
-			Reason: fmt.Sprintf("no longer in the flow; undone (run %d created it)", o.run)}
-		took := round(time.Since(began))
-		if err != nil && ctx.Err() != nil {
-			rec.Status, rec.Error = state.Interrupted, err.Error()
-			cons.line(fmt.Sprintf("%s: interrupted after %s", addr, took))
-		} else if err != nil {
-			rec.Status, rec.Error = state.Failed, err.Error()
-			cons.line(fmt.Sprintf("%s: destroy failed in %s: %s", addr, took, err))
-		} else {
-			cons.line(fmt.Sprintf("%s: destroyed in %s", addr, took))
-		}
-		if cerr := store.Commit(runID, nil, []*state.Instance{rec}, map[string][]byte{addr: capt.bytes()}); cerr != nil {
-			return addr, fmt.Errorf("record the undo of %s: %w", addr, cerr)
-		}
-		if err != nil {
-			return addr, err
-		}
-	}
-	return "", nil
-}
-
-// undoRecorded decodes rec's task from its recorded inputs and calls its Destroy.
-func (s *Session) undoRecorded(ctx context.Context, rec *state.Instance, env *tasks.Env) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("task panicked: %v", p)
-		}
-	}()
-	kind, _ := s.reg.Lookup(rec.Type)
-	values := make(map[string]cty.Value, len(rec.Inputs))
-	for name, sv := range rec.Inputs {
-		v, err := sv.Decode()
-		if err != nil {
-			return fmt.Errorf("read recorded input %q: %w", name, err)
-		}
-		values[name] = v
-	}
-	for _, name := range rec.Withheld {
-		if slices.Contains(kind.DestroyReads, name) || len(kind.DestroyReads) == 0 {
-			return fmt.Errorf("%s: %w", name, errNotStored)
-		}
-	}
-	task := kind.New()
-	if err := tasks.Decode(task, values); err != nil {
-		return fmt.Errorf("decode the recorded inputs: %w", err)
-	}
-	return task.(tasks.Destroyer).Destroy(ctx, env, decodeOutputs(rec))
-}
-
-// namedLogger is req's logger for addr, or one that discards.
-func (req *Request) namedLogger(addr string) hclog.Logger {
-	if l := req.logger(nil); l != nil {
-		return l.Named(addr)
-	}
-	return hclog.NewNullLogger()
-}
-
-// orphanPass undoes what the state holds and plan does not, before a walk; nil when
-// all of it was undone or kept, else the walk's failed result.
-func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, req *Request) (*Result, error) {
+// orphanPass undoes what the state holds and keepAddr does not keep, before a walk,
+// with a walk of its own (see orphanPlan) recorded in run; nil when all of it was
+// undone or kept, else that walk's result, failed or interrupted, which is run's.
+func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, scope *config.Scope, req *Request) (*Result, error) {
 	live, err := liveInstances(store)
 	if err != nil {
 		return nil, err
@@ -196,22 +98,22 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 			orphans = append(orphans, o)
 		}
 	}
-	addr, err := s.undoOrphans(ctx, store, run.ID, orphans, req)
-	if err == nil {
+	if len(orphans) == 0 {
 		return nil, nil
 	}
-	status := state.Failed
-	if ctx.Err() != nil { // Ctrl-C: the run is interrupted, and a resume undoes the rest
-		status = state.Interrupted
+	w := NewRunner(orphanPlan(orphans, s.reg, scope), Options{Undo: orphanUndoMap(orphans), RunID: run.ID,
+		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
+		Logger: req.logger(scope.Redact)})
+	res, err := w.Run(ctx)
+	if err != nil || res.Status == state.Succeeded {
+		return nil, err
 	}
-	rec := &state.Instance{Address: addr, Status: status, Error: err.Error(), Removed: true}
-	run.Status, run.FinishedAt, run.Error = status, timePtr(time.Now()), fmt.Sprintf("undo %s: %v", addr, err)
-	if perr := store.PutRun(run); perr != nil {
-		return nil, perr
+	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
+	if res.FirstFailure != "" {
+		run.Error = "undo " + res.FirstFailure + " (no longer in the flow) failed"
 	}
-	res := &Result{Status: status, Records: []*state.Instance{rec}}
-	if status == state.Failed {
-		res.FirstFailure = addr
+	if err := store.PutRun(run); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -27,6 +27,9 @@ type Instance struct {
 	reads []resolved
 	mod   *moduleInstance
 	order int // index in Plan.Order
+	// orphan, in a plan of orphans (see orphanPlan), is what the instance is decoded
+	// from: there is no module instance or expression behind it.
+	orphan *orphan
 }
 
 // Module returns the address of the module instance the instance belongs to, "" in
@@ -49,6 +52,7 @@ type Plan struct {
 	Instances map[string]*Instance
 	Graph     *dag.Graph[string]
 	root      *moduleInstance
+	orphans   bool // a plan of orphans (orphanPlan), walked only to undo them
 }
 
 // InstanceAddr renders the address of one instance of a task.

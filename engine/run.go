@@ -108,6 +108,9 @@ func NewRunner(p *Plan, opts Options) *Runner {
 			rec = &cp
 		}
 		rec.Order = p.Instances[addr].order
+		if p.orphans {
+			rec.Removed, rec.Order = true, -1
+		}
 		r.records[addr] = rec
 		r.captures[addr] = &capture{}
 	}

@@ -212,3 +212,11 @@ func (req *Request) logger(redact func(string) string) hclog.Logger {
 	}
 	return req.Logger(redact)
 }
+
+// namedLogger is req's logger for addr, or one that discards.
+func (req *Request) namedLogger(addr string) hclog.Logger {
+	if l := req.logger(nil); l != nil {
+		return l.Named(addr)
+	}
+	return hclog.NewNullLogger()
+}

@@ -57,7 +57,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		req.Observer.Started(start, d)
 	}
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
-	if failed, err := s.orphanPass(ctx, h.store, run, walked, &req); err != nil || failed != nil {
+	if failed, err := s.orphanPass(ctx, h.store, run, walked, l.Plan.Scope, &req); err != nil || failed != nil {
 		return &Outcome{Run: run, Result: failed, Loaded: l, Walker: d, Err: err}, nil
 	}
 	res, runErr := d.Run(ctx)

@@ -143,7 +143,7 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 		s.sayKept(h.store, l.Plan, req)
 	} else if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
-		if failed, err := s.orphanPass(ctx, h.store, run, inFlow, req); err != nil || failed != nil {
+		if failed, err := s.orphanPass(ctx, h.store, run, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
 			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil
 		}
 	}

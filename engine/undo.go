@@ -108,7 +108,9 @@ func (c *coordinator) settle(inst *Instance) *attemptResult {
 		return res
 	case c.blocker(addr) != "":
 		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", c.blocker(addr)), true
-	case keepReason(inst) != "":
+	case inst.orphan != nil && orphanKeep(inst.Task.Kind, inst.orphan) != "":
+		res.reason = orphanKeep(inst.Task.Kind, inst.orphan)
+	case inst.orphan == nil && keepReason(inst) != "":
 		res.reason = keepReason(inst)
 	case c.interrupted:
 		res.kind, res.err = outcomeInterrupted, context.Canceled
@@ -178,21 +180,17 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 			return errors.New(diagText(ediags))
 		}
 		created := c.opts.Undo[inst.Addr]
-		ev, whole, err := c.plan.evaluateForDestroy(inst, ectx)
+		task, err := c.destroyTask(inst, ectx, created)
 		if err != nil {
 			return err
 		}
-		if fp, hashes := fingerprint(inst.Task, ev.inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
-			c.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
-		}
-		c.say("%s: destroying", inst.Addr)
 		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
 			Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry}
 		var recorded tasks.Outputs
 		if created.Status == state.Succeeded && len(created.Outputs) > 0 {
 			recorded = decodeOutputs(created)
 		}
-		return ev.task.(tasks.Destroyer).Destroy(ctx, env, recorded)
+		return task.(tasks.Destroyer).Destroy(ctx, env, recorded)
 	}()
 	stdout.flush()
 	stderr.flush()
@@ -206,6 +204,24 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 		res.kind = outcomeSucceeded
 	}
 	return res
+}
+
+// destroyTask is inst's task as Destroy needs it: evaluated from the flow with what
+// the undone run recorded or, for an orphan, decoded from its record.
+func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, created *state.Instance) (tasks.Task, error) {
+	if inst.orphan != nil {
+		c.say("%s: no longer in the flow; destroying", inst.Addr)
+		return decodeRecorded(inst.Task.Kind, created)
+	}
+	ev, whole, err := c.plan.evaluateForDestroy(inst, ectx)
+	if err != nil {
+		return nil, err
+	}
+	if fp, hashes := fingerprint(inst.Task, ev.inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
+		c.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
+	}
+	c.say("%s: destroying", inst.Addr)
+	return ev.task, nil
 }
 
 // finishUndo records how a destroy ended with one instance. Whatever the outcome, what
@@ -229,6 +245,9 @@ func (c *coordinator) finishUndo(res *attemptResult) {
 		case outcomeSucceeded:
 			rec.Status, rec.FinishedAt = state.Succeeded, timePtr(res.finished)
 			line = fmt.Sprintf("%s: destroyed in %s", addr, elapsed)
+			if o := res.inst.orphan; o != nil {
+				rec.Reason = fmt.Sprintf("no longer in the flow; undone (run %d created it)", o.run)
+			}
 		case outcomeInterrupted:
 			rec.Status, rec.Error = state.Interrupted, "interrupted"
 			if rec.StartedAt != nil {

@@ -80,6 +80,11 @@ type Instance struct {
 	// flow no longer has it.
 	Inputs   map[string]Value `json:"inputs,omitempty"`
 	Withheld []string         `json:"withheld,omitempty"`
+	// Deps are, with Inputs, the instances it waited for: what undoing it once the flow
+	// no longer has it must wait for. Nil (not empty) when not recorded: an older flow.
+	Deps []string `json:"deps,omitempty"`
+	// DepsKnown tells an empty Deps from one not recorded.
+	DepsKnown bool `json:"deps_known,omitempty"`
 	// Retain is the task's retain_on_destroy.
 	Retain bool `json:"retain,omitempty"`
 	// Removed marks an instance no longer in the flow that this run undid (succeeded)

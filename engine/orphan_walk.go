@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/dag"
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// Orphans are undone by the one walker (Runner.Run, as a destroy) over a plan of their
+// own: one instance per orphan, decoded from its record instead of the flow, which no
+// longer has it.
+
+// orphanPlan is the plan of the walk that undoes orphans: each waits for the orphans
+// recorded as depending on it, so independent ones are undone at once, up to the
+// parallelism. When one was recorded without its dependencies (by an older flow), the
+// walk goes one at a time, in orphans' order.
+func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) *Plan {
+	p := &Plan{Scope: scope, Instances: map[string]*Instance{}, Graph: dag.New[string](), orphans: true}
+	chained := false
+	for i, o := range orphans {
+		addr := o.rec.Address
+		kind, _ := reg.Lookup(o.rec.Type)
+		task := &config.Task{Type: o.rec.Type, Addr: addr, Kind: kind, RetainOnDestroy: o.rec.Retain}
+		p.Instances[addr] = &Instance{Addr: addr, Task: task, order: len(orphans) - 1 - i, orphan: &orphans[i]}
+		p.Order = append(p.Order, addr)
+		p.Graph.Add(addr)
+		chained = chained || !o.rec.DepsKnown
+	}
+	for i, o := range orphans {
+		addr := o.rec.Address
+		if chained && i+1 < len(orphans) {
+			p.Graph.Connect(addr, orphans[i+1].rec.Address) // the next one waits for this one
+			continue
+		}
+		for _, dep := range o.rec.Deps {
+			if p.Instances[dep] != nil {
+				p.Graph.Connect(addr, dep)
+			}
+		}
+	}
+	for _, addr := range p.Order {
+		p.Instances[addr].Deps = p.Graph.DependsOn(addr)
+	}
+	slices.Reverse(p.Order) // plan order: what is undone last first
+	return p
+}
+
+// orphanKeep says why undoing o leaves it as it is, or "" when it is undone.
+func orphanKeep(kind *tasks.Type, o *orphan) string {
+	switch {
+	case kind == nil:
+		return fmt.Sprintf("no longer in the flow; left as it is (there is no task type %q)", o.rec.Type)
+	case o.rec.Retain:
+		return "no longer in the flow; retained (retain_on_destroy)"
+	case !kind.Destroys():
+		return fmt.Sprintf("no longer in the flow; left as it is (%s)", kind.UndoGist())
+	case kind.UndoAttr != "" && !setsInput(o.rec, kind.UndoAttr):
+		return fmt.Sprintf("no longer in the flow; left as it is (it sets no %s)", kind.UndoAttr)
+	case o.rec.Inputs == nil:
+		return "no longer in the flow; left as it is (its inputs were not recorded: it did not succeed, or an older flow ran it)"
+	}
+	return ""
+}
+
+// orphanUndoMap is what Options.Undo holds for a walk of orphanPlan: each orphan's record.
+func orphanUndoMap(orphans []orphan) map[string]*state.Instance {
+	m := make(map[string]*state.Instance, len(orphans))
+	for _, o := range orphans {
+		m[o.rec.Address] = o.rec
+	}
+	return m
+}
+
+// decodeRecorded decodes rec's task of type kind from its recorded inputs, for Destroy.
+func decodeRecorded(kind *tasks.Type, rec *state.Instance) (tasks.Task, error) {
+	values := make(map[string]cty.Value, len(rec.Inputs))
+	for name, sv := range rec.Inputs {
+		v, err := sv.Decode()
+		if err != nil {
+			return nil, fmt.Errorf("read recorded input %q: %w", name, err)
+		}
+		values[name] = v
+	}
+	for _, name := range rec.Withheld {
+		if slices.Contains(kind.DestroyReads, name) || len(kind.DestroyReads) == 0 {
+			return nil, fmt.Errorf("%s: %w", name, errNotStored)
+		}
+	}
+	task := kind.New()
+	if err := tasks.Decode(task, values); err != nil {
+		return nil, fmt.Errorf("decode the recorded inputs: %w", err)
+	}
+	return task, nil
+}

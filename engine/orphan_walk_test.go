@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
+)
+
+// TestOrphanPlan: the graph a walk of orphans follows is the dependencies their
+// records name, among orphans; one record without them (an older flow) makes the walk
+// a chain in the orphans' order.
+func TestOrphanPlan(t *testing.T) {
+	rec := func(addr string, deps ...string) orphan {
+		return orphan{run: 1, rec: &state.Instance{Address: addr, Type: "exec", Deps: deps, DepsKnown: true}}
+	}
+	old := orphan{run: 1, rec: &state.Instance{Address: "c", Type: "exec"}}
+	cases := []struct {
+		name    string
+		orphans []orphan
+		want    string
+	}{{
+		name:    "recorded dependencies, one outside the orphans",
+		orphans: []orphan{rec("b", "a", "kept"), rec("a"), rec("x")},
+		want:    "a\nb\n  a\nx\n",
+	}, {
+		name:    "one recorded without them: a chain, first undone first",
+		orphans: []orphan{rec("b", "a"), rec("a"), old},
+		want:    "a\n  c\nb\n  a\nc\n",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := orphanPlan(tc.orphans, tasks.NewRegistry(), nil)
+			if got := p.Graph.String(); got != tc.want {
+				t.Errorf("graph:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
