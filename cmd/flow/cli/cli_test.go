@@ -534,6 +534,28 @@ func TestUsageErrors(t *testing.T) {
 	golden(t, "usage.txt", h.log.String())
 }
 
+// TestParallelismAtLeastOne: --parallelism 0 or less is a usage error naming the flag,
+// on every command that takes it, and nothing is run or created.
+func TestParallelismAtLeastOne(t *testing.T) {
+	h := newHarness(t)
+	for _, args := range [][]string{
+		{"run", flowPath("quick.hcl"), "--parallelism", "0"},
+		{"run", flowPath("quick.hcl"), "--parallelism=-2"},
+		{"resume", "--parallelism", "0"},
+		{"resume", "--parallelism=-1"},
+		{"destroy", "--auto-approve", "--parallelism", "0"},
+		{"destroy", "--parallelism=-5"},
+	} {
+		r := h.expect(ExitInvalid, args...)
+		if !strings.Contains(r.stderr, "--parallelism must be at least 1") || r.stdout != "" {
+			t.Errorf("flow %s: stdout %q, stderr %q; want a usage error naming --parallelism", strings.Join(args, " "), r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(h.state); !os.IsNotExist(err) {
+			t.Fatalf("flow %s created the state file", strings.Join(args, " "))
+		}
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	if ExitCode(nil) != ExitOK {
 		t.Error("nil")

@@ -55,16 +55,13 @@ answered "yes", 2 invalid flow, usage or state, or no terminal and no --auto-app
 	}
 	f.varFlags.add(cmd)
 	f.progressFlag.add(cmd)
-	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many task instances are undone at once")
+	addParallelism(cmd, &f.parallelism, "how many task instances are undone at once (at least 1)")
 	cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "destroy without showing what and asking first")
 	c.addMovedFlow(cmd)
 	return cmd
 }
 
 func (c *CLI) destroy(f destroyFlags) error {
-	if f.parallelism < 1 {
-		return failf(ExitInvalid, "--parallelism must be at least 1, got %d", f.parallelism)
-	}
 	if !f.autoApprove && !c.stdinTerminal {
 		return failf(ExitInvalid, "flow destroy asks before it destroys, and there is no terminal to ask on: "+
 			"nothing was destroyed; see what it would do with %q, and pass --auto-approve to destroy without asking",

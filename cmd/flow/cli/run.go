@@ -31,10 +31,23 @@ func (e *execFlags) add(cmd *cobra.Command) {
 	e.varFlags.add(cmd)
 	e.selectFlags.add(cmd)
 	e.progressFlag.add(cmd)
-	cmd.Flags().IntVar(&e.parallelism, "parallelism", 10, "how many task instances run at once")
+	addParallelism(cmd, &e.parallelism, "how many task instances run at once (at least 1)")
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
 	cmd.Flags().DurationVar(&e.transientRetry, "transient-retry", tasks.DefaultTransientRetry,
 		"how long each task retries transient faults (a restarting LXD daemon, API server or registry) on its own; 0 disables")
+}
+
+// addParallelism adds --parallelism (default 10) to cmd, and checks before the command
+// runs that it is at least 1: 0 or less is a usage error naming the flag, on every
+// command that takes it, before anything is opened or created.
+func addParallelism(cmd *cobra.Command, p *int, usage string) {
+	cmd.Flags().IntVar(p, "parallelism", 10, usage)
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if *p < 1 {
+			return failf(ExitInvalid, "--parallelism must be at least 1, got %d (see %s --help)", *p, cmd.CommandPath())
+		}
+		return nil
+	}
 }
 
 // transientBound maps the flag to engine.Options.TransientRetry, where 0 means the default.
