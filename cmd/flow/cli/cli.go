@@ -101,11 +101,14 @@ with "flow resume" without redoing what succeeded.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return c.resolveState(cmd, args) }
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().BoolVar(&c.logJSON, "log-json", false, "write flow's own logs as JSON")
+	// --version prints what `flow version` does.
+	root.Version = versionText()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fail(ExitInvalid, fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
 	})
 	root.AddCommand(c.runCmd(), c.resumeCmd(), c.statusCmd(), c.planCmd(), c.graphCmd(),
-		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd())
+		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd(), c.versionCmd())
 	c.root = root
 	return c
 }
