@@ -309,10 +309,18 @@ func (p *Plan) cycleDiagnostics(err error) hcl.Diagnostics {
 			text += a + " -> "
 		}
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Dependency cycle",
-			Detail:  fmt.Sprintf("These tasks depend on each other in a cycle: %s%s.", text, c[0]),
-			Subject: first.Task.DeclRange.Ptr()})
+			Detail: fmt.Sprintf("%s: %s%s.", cycleSubject(len(c)), text, c[0]), Subject: first.Task.DeclRange.Ptr()})
 	}
 	return diags
+}
+
+// cycleSubject says what a cycle of n instances is: one that waits for itself, or
+// several that wait for each other.
+func cycleSubject(n int) string {
+	if n == 1 {
+		return "This task depends on itself"
+	}
+	return "These tasks depend on each other in a cycle"
 }
 
 // Dependents returns the instances that wait for addr.

@@ -111,9 +111,13 @@ func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took tim
 	for _, p := range []struct {
 		s    engine.Status
 		name string
-	}{{engine.Skipped, "left as they are"}, {engine.Failed, "failed"}, {engine.Interrupted, "interrupted"}} {
-		if counts[p.s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[p.s], p.name))
+	}{{engine.Skipped, "left as it is"}, {engine.Failed, "failed"}, {engine.Interrupted, "interrupted"}} {
+		if n := counts[p.s]; n > 0 {
+			name := p.name
+			if p.s == engine.Skipped {
+				name = plural(n, name)
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n, name))
 		}
 	}
 	fmt.Fprintf(c.stdout, "\nDestroy run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))

@@ -74,7 +74,7 @@ func (c *CLI) format(path string, check bool) error {
 		}
 	}
 	if check && changed > 0 {
-		return reported(ExitTaskFailed, fmt.Errorf("%d files are not formatted", changed))
+		return reported(ExitTaskFailed, fmt.Errorf("%s not formatted", count(changed, "file is")))
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func (c *CLI) printStart(s engine.Start, parallelism int) {
 	}
 	verb := map[engine.StartKind]string{engine.NewRun: "Starting", engine.ResumedRun: "Resuming",
 		engine.FromCheckpoints: fmt.Sprintf("From the checkpoints of run %d, starting", s.From)}[s.Kind]
-	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, flow, s.Instances, parallelism)
+	fmt.Fprintf(c.stdout, "%s run %d of %s: %s, parallelism %d\n", verb, run.ID, flow, count(s.Instances, "task instance"), parallelism)
 }
 
 // refused maps why a session walked nothing to its message and exit code.

@@ -178,7 +178,7 @@ func printStatus(w io.Writer, doc statusDoc) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Status, t.Address, firstLine(detail))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d instances:", len(doc.Tasks))
+	fmt.Fprintf(w, "%s:", count(len(doc.Tasks), "instance"))
 	for _, s := range []engine.Status{engine.Succeeded, engine.Running, engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
 		if n := counts[string(s)]; n > 0 {
 			fmt.Fprintf(w, " %d %s", n, s)
