@@ -185,6 +185,10 @@ func TestDoubleInterrupt(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "Interrupting") {
 		t.Fatalf("flow did not acknowledge SIGINT within 3s\n%s", p.describe())
 	}
+	// The command it names continues the same state file when copied.
+	if want := fmt.Sprintf("%q continues", "flow resume --state "+state); !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("the interrupt message does not say %s\n%s", want, p.describe())
+	}
 	time.Sleep(100 * time.Millisecond)
 	if p.exited() {
 		t.Fatalf("flow exited after one SIGINT although its task ignores SIGTERM\n%s", p.describe())

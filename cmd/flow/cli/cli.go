@@ -69,9 +69,14 @@ type CLI struct {
 	statePath string
 	logLevel  string
 	logJSON   bool
-	// resolved is the state file: see resolveState.
-	resolved string
-	// movedFlow is resume's and destroy's --flow: where the run's flow is now.
+	// resolved is the state file: see resolveState; stateFrom says where it came from,
+	// command is the command's name and flowArg the flow path given to run or plan.
+	resolved  string
+	stateFrom stateSource
+	command   string
+	flowArg   string
+	// movedFlow is resume's, destroy's and plan --destroy's --flow: where the run's
+	// flow is now.
 	movedFlow string
 	// stdin answers destroy's question when stdinTerminal says a person can.
 	stdin         io.Reader

@@ -426,7 +426,7 @@ func TestFailRefuseResume(t *testing.T) {
 
 	// An unfinished run blocks a new one.
 	r = h.expect(ExitInvalid, "run", flow, "--parallelism", "1")
-	if !strings.Contains(r.stderr, `did not finish: it is failed; continue it with "flow resume" or start over with "flow run --new"`) {
+	if !strings.Contains(r.stderr, `did not finish: it is failed; continue it with "flow resume --state $TMP/state.db" or start over with "flow run --new $TMP/fail.hcl --state $TMP/state.db"`) {
 		t.Errorf("second run: %q", r.stderr)
 	}
 

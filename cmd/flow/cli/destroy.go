@@ -71,7 +71,7 @@ func (c *CLI) destroy(f destroyFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stopSignals := c.interruptible()
+	ctx, stopSignals := c.interruptible(c.commandHint("flow destroy"))
 	defer stopSignals()
 	out, view := c.progressOut(showLive)
 	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
@@ -122,6 +122,6 @@ func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took tim
 	}
 	fmt.Fprintf(c.stdout, "\nDestroy run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
 	if res.Status != engine.Succeeded {
-		fmt.Fprintf(c.stdout, "Continue with %q; see \"flow status\".\n", strings.Replace(hint, "flow resume", "flow destroy", 1))
+		fmt.Fprintf(c.stdout, "Continue with %q; see %q.\n", strings.Replace(hint, "flow resume", "flow destroy", 1), c.commandHint("flow status"))
 	}
 }

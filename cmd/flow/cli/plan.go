@@ -27,7 +27,8 @@ this flow in the state file, everything runs.
 
 With --destroy, show what "flow destroy" would do instead: each instance the latest run
 started, in the order a destroy undoes them, with how it is undone or why it is kept.
-PATH may then be left out: the flow is the one the run recorded.`,
+PATH may then be left out: the flow is the one the run recorded (--flow PATH: where it
+is now, if it moved, as for flow destroy).`,
 		Example: `  flow plan flows/demo.hcl
   flow plan flows/lab.hcl --var-file lab.vars.hcl
   flow plan --destroy --state .flow/lab.db`,
@@ -38,6 +39,9 @@ PATH may then be left out: the flow is the one the run recorded.`,
 			return exactArgs(1, "PATH")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.movedFlow != "" && !destroy {
+				return failf(ExitInvalid, "--flow is for plan --destroy: where the run's flow is now; a plan of a flow names it as PATH")
+			}
 			if destroy {
 				path := ""
 				if len(args) == 1 {
@@ -51,6 +55,7 @@ PATH may then be left out: the flow is the one the run recorded.`,
 	v.add(cmd)
 	sel.add(cmd)
 	cmd.Flags().BoolVar(&destroy, "destroy", false, `show what "flow destroy" would do`)
+	c.addMovedFlow(cmd)
 	return cmd
 }
 

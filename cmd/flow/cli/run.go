@@ -142,7 +142,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	}
 	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
 	// loads must end in exit code 130 and a resumable state, not the default death.
-	ctx, stopSignals := c.interruptible()
+	ctx, stopSignals := c.interruptible(c.commandHint("flow resume"))
 	defer stopSignals()
 	out, view := c.progressOut(live)
 	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
@@ -180,7 +180,8 @@ func exitFor(res *engine.Result, runErr error, failed string) error {
 
 // interruptible cancels the context on the first SIGINT or SIGTERM and exits at once
 // on the second; every success was already committed, so nothing recorded is lost.
-func (c *CLI) interruptible() (context.Context, func()) {
+// continueWith is the command that continues afterwards.
+func (c *CLI) interruptible(continueWith string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -188,7 +189,7 @@ func (c *CLI) interruptible() (context.Context, func()) {
 		if _, ok := <-sigs; !ok {
 			return
 		}
-		fmt.Fprintln(c.stderr, "\nInterrupting: stopping running tasks (press Ctrl-C again to exit at once; \"flow resume\" continues)")
+		fmt.Fprintf(c.stderr, "\nInterrupting: stopping running tasks (press Ctrl-C again to exit at once; %q continues)\n", continueWith)
 		cancel()
 		if _, ok := <-sigs; ok {
 			fmt.Fprintln(c.stderr, "Exiting at once.")

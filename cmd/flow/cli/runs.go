@@ -20,7 +20,7 @@ func (c *CLI) runsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := engine.NewSession(c.state(), c.reg).Runs()
 			if errors.As(err, new(*engine.BusyError)) {
-				return failf(ExitInvalid, "%s is in use by a running flow; see \"flow status\"", c.state())
+				return failf(ExitInvalid, "%s is in use by a running flow; see %q", c.state(), c.commandHint("flow status"))
 			}
 			if err != nil {
 				return c.refused(err)

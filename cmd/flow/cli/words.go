@@ -30,17 +30,60 @@ var irregular = map[string]string{
 	"file is":       "files are",
 }
 
-// commandHint is command with the --state and --flow the user gave, so what it
-// suggests acts on the same state file.
-func (c *CLI) commandHint(command string) string {
-	args := []string{command}
-	if c.statePath != "" {
-		args = append(args, "--state", shellQuote(c.statePath))
+// commandHint is a command line flow suggests, "flow NAME [FLAGS]" with its
+// arguments (a flow path as the user gave it, or a placeholder such as ADDRESS),
+// followed by what makes copying it act on the same state file: --state, unless the
+// command finds the same file by itself ($FLOW_STATE; the one file in .flow; for run
+// and plan the file named after their flow), and --flow when it was given, for the
+// commands that take it.
+func (c *CLI) commandHint(command string, args ...string) string {
+	words := []string{command}
+	for _, a := range args {
+		if a == "PATH" || a == "ADDRESS" { // a placeholder, to fill in
+			words = append(words, a)
+			continue
+		}
+		words = append(words, shellQuote(a))
 	}
-	if c.movedFlow != "" {
-		args = append(args, "--flow", shellQuote(c.movedFlow))
+	name := strings.Fields(command + " flow")[1]
+	if state := c.hintState(name, args); state != "" {
+		words = append(words, "--state", shellQuote(state))
 	}
-	return strings.Join(args, " ")
+	if c.movedFlow != "" && (name == "resume" || name == "destroy" || strings.HasPrefix(command, "flow plan --destroy")) {
+		words = append(words, "--flow", shellQuote(c.movedFlow))
+	}
+	return strings.Join(words, " ")
+}
+
+// hintState is the --state a suggested command name (with args) needs to act on the
+// state file this one uses, or "" when it finds that file by itself.
+func (c *CLI) hintState(name string, args []string) string {
+	switch {
+	case c.resolved == "" || c.stateFrom == stateEnv:
+		return ""
+	case c.stateFrom == stateFlag:
+		return c.statePath
+	case flowArgCommands[name]:
+		if len(args) > 0 && defaultState(args[0]) == c.resolved {
+			return ""
+		}
+		return c.resolved
+	case c.stateFrom == stateFound:
+		return ""
+	}
+	return c.resolved
+}
+
+// hintFlow is the flow path a suggested flow run names: the one the user gave to
+// this command (run's PATH, resume's or destroy's --flow), else recorded, the run's.
+func (c *CLI) hintFlow(recorded string) string {
+	switch {
+	case c.flowArg != "":
+		return c.flowArg
+	case c.movedFlow != "":
+		return c.movedFlow
+	}
+	return displayPath(recorded)
 }
 
 // absPath is p made absolute against the caller's directory, or p.
