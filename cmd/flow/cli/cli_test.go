@@ -377,12 +377,19 @@ func TestRunStatusLogs(t *testing.T) {
 	golden(t, "run.txt", h.log.String())
 }
 
+// TestStatusWithoutState: every command that needs an existing state file refuses
+// without one, and creates nothing (neither the file nor its directory).
 func TestStatusWithoutState(t *testing.T) {
 	h := newHarness(t)
-	for _, args := range [][]string{{"status"}, {"runs"}, {"logs", "exec.a"}, {"resume"}} {
+	h.state = filepath.Join(h.tmp, "sub", "state.db")
+	for _, args := range [][]string{{"status"}, {"runs"}, {"logs", "exec.a"}, {"resume"},
+		{"output"}, {"destroy", "--auto-approve"}, {"plan", "--destroy"}} {
 		r := h.expect(ExitInvalid, args...)
 		if !strings.Contains(r.stderr, "flow: ") {
 			t.Errorf("%v: %q", args, r.stderr)
+		}
+		if entries, _ := os.ReadDir(h.tmp); len(entries) != 0 {
+			t.Fatalf("flow %v created %v", args, entries)
 		}
 	}
 	golden(t, "nostate.txt", h.log.String())

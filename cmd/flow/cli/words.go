@@ -63,8 +63,8 @@ func (c *CLI) hintState(name string, args []string) string {
 		return ""
 	case c.stateFrom == stateFlag:
 		return c.statePath
-	case flowArgCommands[name]:
-		if len(args) > 0 && defaultState(args[0]) == c.resolved {
+	case flowArgCommands[name] && len(args) > 0:
+		if defaultState(args[0]) == c.resolved {
 			return ""
 		}
 		return c.resolved
