@@ -55,7 +55,7 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	var blocks hcl.Blocks
 	hash := sha256.New()
 	for _, name := range files {
-		file, d := parser.ParseHCLFile(name)
+		file, d := parseFile(parser, name)
 		diags = append(diags, d...)
 		if file == nil {
 			continue
@@ -99,6 +99,19 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	f.Hash = hex.EncodeToString(hash.Sum(nil))
 	diags = append(diags, f.checkReferences(reg)...)
 	return f, diags
+}
+
+// parseFile reads and parses one flow file, refusing one nested deeper than
+// MaxNesting before the parser sees it.
+func parseFile(parser *hclparse.Parser, name string) (*hcl.File, hcl.Diagnostics) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read flow file", Detail: err.Error()}}
+	}
+	if diags := CheckNesting(src, name, ConfigSyntax); diags.HasErrors() {
+		return nil, diags
+	}
+	return parser.ParseHCL(src, name)
 }
 
 // flowFiles lists the .hcl files of a flow, sorted, and the directory they live in.

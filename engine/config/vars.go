@@ -108,6 +108,9 @@ func parseText(v *Variable, text, source string) (cty.Value, hcl.Diagnostics) {
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
 		return cty.StringVal(text), nil
 	}
+	if diags := CheckNesting([]byte(text), source, ConfigSyntax); diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(text), source, hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
@@ -120,6 +123,9 @@ func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) 
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error()}}
+	}
+	if diags := CheckNesting(src, path, ConfigSyntax); diags.HasErrors() {
+		return nil, diags
 	}
 	p := hclparse.NewParser()
 	var file *hcl.File

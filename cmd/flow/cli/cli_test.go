@@ -669,3 +669,34 @@ task "exec" "fail" {
 		t.Errorf("resume with --var:\n%s", r.stdout)
 	}
 }
+
+// TestDeepNesting: a flow nested 100,000 brackets deep, which killed flow with a
+// stack overflow in HCL's parser, is an invalid flow for every command that reads it:
+// one diagnostic naming the line and column, exit 2, nothing created or rewritten.
+func TestDeepNesting(t *testing.T) {
+	h := newHarness(t)
+	src := "locals {\n x = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n}\n"
+	path := filepath.Join(h.tmp, "deep.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"validate", path}, {"plan", path}, {"run", path}, {"graph", path}, {"fmt", path}, {"fmt", "--check", h.tmp}} {
+		r := h.expect(ExitInvalid, args...)
+		if !strings.Contains(r.stderr, "Error: Nesting too deep") || !strings.Contains(r.stderr, "At line 2, column 1005,") ||
+			strings.Count(r.stderr, "Error:") != 1 {
+			t.Errorf("flow %s: stderr %.500q", strings.Join(args, " "), r.stderr)
+		}
+	}
+	if now, _ := os.ReadFile(path); string(now) != src {
+		t.Error("fmt rewrote the file")
+	}
+	if _, err := os.Stat(h.state); !os.IsNotExist(err) {
+		t.Error("a state file was created")
+	}
+	r := h.expect(ExitInvalid, "validate", "--json", path)
+	for _, want := range []string{`"summary": "Nesting too deep"`, `"line": 2`, `"column": 1005`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("validate --json lacks %s:\n%s", want, r.stdout)
+		}
+	}
+}
