@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // sleeperRun starts `flow run testdata/sleeper.hcl` on a fresh state file and waits
@@ -234,4 +238,75 @@ func TestDoubleInterrupt(t *testing.T) {
 		t.Errorf("after resume the run is %q, want succeeded", doc.Status)
 	}
 	wantMarks(t, marks, map[string]int{"first": 1, "sleeper": 2, "after": 1})
+}
+
+// TestLiveViewKeepsInterruptNotice: on a terminal of 10 rows, the live view of 30
+// running instances shows what fits and counts the rest; after Ctrl-C, every redraw
+// keeps the interrupt message at its bottom, never taller than the terminal, and the
+// message is still on the screen, above the summary, when flow exits.
+func TestLiveViewKeepsInterruptNotice(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"naps.hcl": `task "exec" "nap" {
+  for_each = toset([for i in range(30) : format("%02d", i)])
+  script   = "echo napping ${each.key}; sleep 30"
+}
+`})
+	cmd := exec.Command(binary(t), "run", "naps.hcl", "--state", "s.db", "--progress", "tty", "--parallelism", "30")
+	cmd.Dir, cmd.Env = dir, flowEnv(tag)
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 10, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var screen lockedBuffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	// 9 rows above the cursor: the count line, 7 instances, and the rest counted.
+	const all = "30 running, 0 waiting\r\n => exec.nap[\"00\"]"
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(screen.String(), all) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := screen.String(); !strings.Contains(out, all) || !strings.Contains(out[strings.Index(out, all):], "… and 23 more running") {
+		t.Fatalf("the view never showed the 30 instances as 7 and 23 more on 10 rows:\n%q", out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("flow did not exit within 20s of SIGINT:\n%q", screen.String())
+	}
+	<-copied
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after SIGINT, want 130", code)
+	}
+	out := screen.String()
+	const notice = "Interrupting: stopping running tasks"
+	first := strings.Index(out, notice)
+	if first < 0 {
+		t.Fatalf("no interrupt message on the terminal:\n%q", out)
+	}
+	// Each redraw starts by erasing the view; every view drawn after the message
+	// first appeared ends with it, and fits above the cursor's row.
+	frames := strings.Split(out[first:], "\x1b[J")
+	for i, f := range frames[1 : len(frames)-1] {
+		view := f[strings.LastIndex(f, "[+] "):]
+		if !strings.Contains(view, notice) || !strings.Contains(view, "continues)") {
+			t.Fatalf("view %d after the interrupt lacks the message:\n%q", i, f)
+		}
+		if n := strings.Count(view, "\n"); n > 9 {
+			t.Fatalf("view %d has %d lines on a terminal of 10 rows:\n%s", i, n, view)
+		}
+	}
+	// After the last erase: the message, left on the screen, then the summary.
+	end := frames[len(frames)-1]
+	if i, j := strings.Index(end, notice), strings.Index(end, "Run 1 interrupted"); i < 0 || j < i {
+		t.Errorf("after the view closed the screen lacks the message above the summary:\n%q", end)
+	}
 }

@@ -71,9 +71,9 @@ func (c *CLI) destroy(f destroyFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stopSignals := c.interruptible(c.commandHint("flow destroy"))
-	defer stopSignals()
 	out, view := c.progressOut(showLive)
+	ctx, stopSignals := c.interruptible(c.commandHint("flow destroy"), view)
+	defer stopSignals()
 	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
 	req := c.request(f.varFlags, out, showLive)
 	req.Observer = obs

@@ -142,9 +142,9 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	}
 	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
 	// loads must end in exit code 130 and a resumable state, not the default death.
-	ctx, stopSignals := c.interruptible(c.commandHint("flow resume"))
-	defer stopSignals()
 	out, view := c.progressOut(live)
+	ctx, stopSignals := c.interruptible(c.commandHint("flow resume"), view)
+	defer stopSignals()
 	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
 	req := c.request(f.varFlags, out, live)
 	req.Observer = obs
@@ -180,8 +180,9 @@ func exitFor(res *engine.Result, runErr error, failed string) error {
 
 // interruptible cancels the context on the first SIGINT or SIGTERM and exits at once
 // on the second; every success was already committed, so nothing recorded is lost.
-// continueWith is the command that continues afterwards.
-func (c *CLI) interruptible(continueWith string) (context.Context, func()) {
+// continueWith is the command that continues afterwards. While a live view is drawn,
+// what it says goes into the view, which keeps it on the screen; else to stderr.
+func (c *CLI) interruptible(continueWith string, view *liveView) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -189,10 +190,15 @@ func (c *CLI) interruptible(continueWith string) (context.Context, func()) {
 		if _, ok := <-sigs; !ok {
 			return
 		}
-		fmt.Fprintf(c.stderr, "\nInterrupting: stopping running tasks (press Ctrl-C again to exit at once; %q continues)\n", continueWith)
+		msg := fmt.Sprintf("Interrupting: stopping running tasks (press Ctrl-C again to exit at once; %q continues)", continueWith)
+		if !view.notify(msg) {
+			fmt.Fprintln(c.stderr, "\n"+msg)
+		}
 		cancel()
 		if _, ok := <-sigs; ok {
-			fmt.Fprintln(c.stderr, "Exiting at once.")
+			if !view.leave("Exiting at once.") {
+				fmt.Fprintln(c.stderr, "Exiting at once.")
+			}
 			os.Exit(ExitInterrupted)
 		}
 	}()
