@@ -31,7 +31,8 @@ type observer struct {
 	began       time.Time
 }
 
-func (o *observer) Held(path string) func() {
+func (o *observer) Held(path string, r engine.Reader) func() {
+	o.src.hold(r)
 	stop, err := live.Serve(path, &o.src)
 	if err != nil {
 		o.cli.logger(nil).Warn("flow status from another terminal will not work", "error", err)
