@@ -49,6 +49,8 @@ type Plan struct {
 	Instances map[string]*Instance
 	Graph     *dag.Graph[string]
 	root      *moduleInstance
+	// cyclic is set when a value reads itself through module inputs and outputs.
+	cyclic bool
 }
 
 // InstanceAddr renders the address of one instance of a task.
@@ -62,27 +64,27 @@ func InstanceAddr(taskAddr string, key cty.Value) string {
 // NewPlan expands every task's and module call's for_each, resolves each reference to
 // the instances it reads, builds the graph, rejects cycles, and type-checks each
 // instance as far as values are known before the run. Steps: expand, connect, check
-// cycles, check types.
+// cycles, check types; an error in one step does not stop the next, so all are
+// reported (a task whose for_each failed has no instances, and what reads it sees an
+// unknown value). A plan with errors is for its diagnostics only.
 func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Flow: flow, Scope: scope, Instances: map[string]*Instance{},
 		Graph: dag.New[string](), root: newModuleInstance("", flow, scope)}
 	diags := p.expand(p.root)
-	if diags.HasErrors() {
-		return p, diags
-	}
 	diags = append(diags, p.connect(p.root)...)
-	if diags.HasErrors() {
-		return p, diags
-	}
 	order, err := p.Graph.TopoOrder()
 	if err != nil {
 		return p, append(diags, p.cycleDiagnostics(err)...)
+	}
+	if p.cyclic { // evaluating values that read themselves would never end
+		return p, diags
 	}
 	p.Order = order
 	for i, addr := range order {
 		p.Instances[addr].order = i
 	}
-	return p, append(diags, p.typeCheck()...)
+	// An evaluation failing on a reference connect found no instance for is that.
+	return p, append(diags, consequences(diags, p.typeCheck())...)
 }
 
 // expand creates m's task instances, then its module calls' instances and theirs.
@@ -91,7 +93,7 @@ func (p *Plan) expand(m *moduleInstance) hcl.Diagnostics {
 	for _, t := range m.flow.Tasks {
 		elems, d := p.expandForEach(m, t.ForEach)
 		diags = append(diags, d...)
-		if t.ForEach != nil && elems == nil && !d.HasErrors() {
+		if t.ForEach != nil && elems == nil { // no value yet, or in error: unknown
 			m.unexpanded[t.Addr] = true
 		}
 		for _, e := range elems {
@@ -107,7 +109,7 @@ func (p *Plan) expand(m *moduleInstance) hcl.Diagnostics {
 		}
 		elems, d := p.expandForEach(m, call.ForEach)
 		diags = append(diags, d...)
-		if call.ForEach != nil && elems == nil && !d.HasErrors() {
+		if call.ForEach != nil && elems == nil { // no value yet, or in error: unknown
 			m.unexpanded[call.Addr()] = true
 		}
 		for _, e := range elems {

@@ -91,12 +91,14 @@ func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diag
 		default:
 			diags = append(diags, errorf(v.DeclRange, "Missing required variable",
 				"Variable %q has no default and no value; set it with --var %s=VALUE, --var-file, or FLOW_VAR_%s.", name, name, name))
+			out[name] = cty.UnknownVal(v.Type) // reported: later phases see an unknown value
 			continue
 		}
 		conv, err := v.Convert(val)
 		if err != nil {
 			diags = append(diags, errorf(v.DeclRange, "Invalid value for variable",
 				"The value given for %q does not match its type: %s.", name, err))
+			out[name] = cty.UnknownVal(v.Type)
 			continue
 		}
 		out[name] = conv

@@ -252,6 +252,48 @@ func TestValidate(t *testing.T) {
 	golden(t, "validate.txt", h.log.String())
 }
 
+// TestValidateReportsEverything: a flow with mistakes of every phase (decoding, the
+// reference checks, expanding, type checking) gets all of them from one flow validate,
+// each once, on its own line and column, as text and as JSON; run refuses it with the
+// same list.
+func TestValidateReportsEverything(t *testing.T) {
+	h := newHarness(t)
+	path := flowPath("invalid_all.hcl")
+	r := h.expect(ExitInvalid, "validate", path)
+	if r.err == nil || r.err.Error() != "the flow is invalid (10 errors)" {
+		t.Errorf("err = %v, want 10 errors", r.err)
+	}
+	js := h.expect(ExitInvalid, "validate", "--json", path)
+	var doc validateDoc
+	if err := json.Unmarshal([]byte(js.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range doc.Diagnostics {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Range.Start.Line, d.Range.Start.Column, d.Summary))
+	}
+	want := []string{
+		"5:13 Invalid default value",
+		"9:3 Unsupported argument",
+		"15:44 Reference to undeclared variable",
+		"15:24 Reference to undeclared task",
+		"14:17 Reference to undeclared task",
+		"20:14 Invalid for_each",
+		"16:16 Incorrect attribute value type",
+		"10:13 Incorrect attribute value type",
+		"27:14 Incorrect attribute value type",
+		"28:14 Incorrect attribute value type",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || doc.ErrorCount != len(want) {
+		t.Errorf("validate --json: %d errors:\n%s\nwant:\n%s", doc.ErrorCount, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	run := h.expect(ExitInvalid, "run", path)
+	if run.stderr != r.stderr {
+		t.Errorf("run reports otherwise than validate:\n%s", run.stderr)
+	}
+	golden(t, "validate_all.txt", h.log.String())
+}
+
 func TestGraph(t *testing.T) {
 	h := newHarness(t)
 	text := h.expect(ExitOK, "graph", flowPath("quick.hcl"))
