@@ -182,6 +182,10 @@ func TestHintsActOnTheSameState(t *testing.T) {
 		if r := runHint(t, got[0], ""); r.code != ExitOK || !strings.Contains(r.stdout, "1 instance: 0 to destroy, 1 to keep.") {
 			t.Errorf("%s: exit %d\n%s%s", got[0], r.code, r.stdout, r.stderr)
 		}
+		// --flow is plan --destroy's only: a plan of a flow names it as PATH.
+		if r := inDir(t, "plan", "one.hcl", "--flow", "one.hcl"); r.code != ExitInvalid || !strings.Contains(r.stderr, "--flow is for plan --destroy") {
+			t.Errorf("plan PATH --flow: exit %d\n%s", r.code, r.stderr)
+		}
 	})
 
 	t.Run("$FLOW_STATE: found by itself", func(t *testing.T) {
