@@ -2,11 +2,16 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // sleeperRun starts `flow run testdata/sleeper.hcl` on a fresh state file and waits
@@ -185,6 +190,10 @@ func TestDoubleInterrupt(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "Interrupting") {
 		t.Fatalf("flow did not acknowledge SIGINT within 3s\n%s", p.describe())
 	}
+	// The command it names continues the same state file when copied.
+	if want := fmt.Sprintf("%q continues", "flow resume --state "+state); !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("the interrupt message does not say %s\n%s", want, p.describe())
+	}
 	time.Sleep(100 * time.Millisecond)
 	if p.exited() {
 		t.Fatalf("flow exited after one SIGINT although its task ignores SIGTERM\n%s", p.describe())
@@ -230,4 +239,160 @@ func TestDoubleInterrupt(t *testing.T) {
 		t.Errorf("after resume the run is %q, want succeeded", doc.Status)
 	}
 	wantMarks(t, marks, map[string]int{"first": 1, "sleeper": 2, "after": 1})
+}
+
+// TestLiveViewKeepsInterruptNotice: on a terminal of 10 rows, the live view of 30
+// running instances shows what fits and counts the rest; after Ctrl-C, every redraw
+// keeps the interrupt message at its bottom, never taller than the terminal, and the
+// message is still on the screen, above the summary, when flow exits.
+func TestLiveViewKeepsInterruptNotice(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"naps.hcl": `task "exec" "nap" {
+  for_each = toset([for i in range(30) : format("%02d", i)])
+  script   = "echo napping ${each.key}; sleep 30"
+}
+`})
+	cmd := exec.Command(binary(t), "run", "naps.hcl", "--state", "s.db", "--progress", "tty", "--parallelism", "30")
+	cmd.Dir, cmd.Env = dir, flowEnv(tag)
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 10, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var screen lockedBuffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	// 9 rows above the cursor: the count line, 7 instances, and the rest counted.
+	const all = "30 running, 0 waiting\r\n => exec.nap[\"00\"]"
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(screen.String(), all) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := screen.String(); !strings.Contains(out, all) || !strings.Contains(out[strings.Index(out, all):], "… and 23 more running") {
+		t.Fatalf("the view never showed the 30 instances as 7 and 23 more on 10 rows:\n%q", out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("flow did not exit within 20s of SIGINT:\n%q", screen.String())
+	}
+	<-copied
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after SIGINT, want 130", code)
+	}
+	out := screen.String()
+	const notice = "Interrupting: stopping running tasks"
+	first := strings.Index(out, notice)
+	if first < 0 {
+		t.Fatalf("no interrupt message on the terminal:\n%q", out)
+	}
+	// Each redraw starts by erasing the view; every view drawn after the message
+	// first appeared ends with it, and fits above the cursor's row.
+	frames := strings.Split(out[first:], "\x1b[J")
+	for i, f := range frames[1 : len(frames)-1] {
+		view := f[strings.LastIndex(f, "[+] "):]
+		if !strings.Contains(view, notice) || !strings.Contains(view, "continues)") {
+			t.Fatalf("view %d after the interrupt lacks the message:\n%q", i, f)
+		}
+		if n := strings.Count(view, "\n"); n > 9 {
+			t.Fatalf("view %d has %d lines on a terminal of 10 rows:\n%s", i, n, view)
+		}
+	}
+	// After the last erase: the message, left on the screen, then the summary.
+	end := frames[len(frames)-1]
+	if i, j := strings.Index(end, notice), strings.Index(end, "Run 1 interrupted"); i < 0 || j < i {
+		t.Errorf("after the view closed the screen lacks the message above the summary:\n%q", end)
+	}
+}
+
+// napFlow greets, then naps var.nap seconds; its output is the greeting.
+const napFlow = `variable "nap" {
+  type    = number
+  default = 0
+}
+
+task "exec" "greet" {
+  command = ["echo", "hello"]
+}
+
+task "exec" "nap" {
+  depends_on = [exec.greet]
+  script     = "echo napping ${var.nap}; sleep ${var.nap}"
+}
+
+output "greeting" {
+  value = trimspace(exec.greet.stdout)
+}
+`
+
+// TestReadCommandsWhileRunning (issue 20, audit): while a run holds the state file,
+// flow runs, flow output (of the run in progress and of an earlier one), flow status
+// --run and flow logs --run of an earlier run answer from the running process, as flow
+// status always did.
+func TestReadCommandsWhileRunning(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"nap.hcl": napFlow})
+	flowExit(t, tag, dir, 0, "run", "nap.hcl", "--state", "s.db")
+	p := start(t, tag, dir, "run", "nap.hcl", "--state", "s.db", "--var", "nap=30")
+	waitStatus(t, tag, dir, "s.db", 15*time.Second, "run 2's exec.nap running", func(d statusDoc) bool {
+		return d.RunID == 2 && d.byAddress()["exec.nap"].Status == "running"
+	})
+
+	runs := flowExit(t, tag, dir, 0, "runs", "--state", "s.db")
+	lines := strings.Split(strings.TrimSpace(runs.stdout), "\n")
+	if len(lines) != 3 || !regexp.MustCompile(`^1 +succeeded `).MatchString(lines[1]) || !regexp.MustCompile(`^2 +running `).MatchString(lines[2]) {
+		t.Errorf("flow runs during run 2:\n%s", runs.desc)
+	}
+	if r := flowExit(t, tag, dir, 0, "output", "--state", "s.db", "--run", "1", "greeting"); r.stdout != "hello\n" {
+		t.Errorf("flow output --run 1 greeting during run 2:\n%s", r.desc)
+	}
+	if r := flowExit(t, tag, dir, 0, "output", "--state", "s.db", "--run", "1", "--json"); !strings.Contains(r.stdout, `"value": "hello"`) {
+		t.Errorf("flow output --run 1 --json during run 2:\n%s", r.desc)
+	}
+	// Run 2 has recorded no output yet: flow output says so by name.
+	if r := flowExit(t, tag, dir, 0, "output", "--state", "s.db"); r.stdout != "" {
+		t.Errorf("flow output during run 2, which has no outputs yet:\n%s", r.desc)
+	}
+	if r := flowExit(t, tag, dir, 2, "output", "--state", "s.db", "greeting"); !strings.Contains(r.stderr, "in progress") {
+		t.Errorf("flow output greeting during run 2 does not say the run is in progress:\n%s", r.desc)
+	}
+	if r := flowExit(t, tag, dir, 0, "status", "--state", "s.db", "--run", "1"); !strings.HasPrefix(r.stdout, "Run 1: succeeded") {
+		t.Errorf("flow status --run 1 during run 2:\n%s", r.desc)
+	}
+	if r := flowExit(t, tag, dir, 0, "logs", "--state", "s.db", "--run", "1", "exec.nap"); r.stdout != "napping 0\n" {
+		t.Errorf("flow logs --run 1 exec.nap during run 2:\n%s", r.desc)
+	}
+	// The line was printed before the nap; the captured output may lag it a little.
+	var r result
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r = flowExit(t, tag, dir, 0, "logs", "--state", "s.db", "exec.nap"); r.stdout == "napping 30\n" {
+			break
+		}
+	}
+	if r.stdout != "napping 30\n" {
+		t.Errorf("flow logs exec.nap during run 2:\n%s", r.desc)
+	}
+	if r := flowExit(t, tag, dir, 0, "logs", "--state", "s.db", "exec.greet"); r.stdout != "hello\n" {
+		t.Errorf("flow logs exec.greet during run 2:\n%s", r.desc)
+	}
+	flowExit(t, tag, dir, 2, "logs", "--state", "s.db", "--run", "7", "exec.nap")
+	if p.exited() {
+		t.Fatalf("the run ended while it should nap\n%s", p.describe())
+	}
+
+	p.signal(t, syscall.SIGINT)
+	if !p.wait(8*time.Second) || p.code() != 130 {
+		t.Fatalf("flow did not exit 130 after SIGINT\n%s", p.describe())
+	}
+	runs = flowExit(t, tag, dir, 0, "runs", "--state", "s.db")
+	if !regexp.MustCompile(`\n2 +interrupted `).MatchString(runs.stdout) {
+		t.Errorf("flow runs after the interrupt:\n%s", runs.desc)
+	}
 }

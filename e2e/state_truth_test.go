@@ -123,12 +123,15 @@ func TestMovedFlow(t *testing.T) {
 }
 
 // TestNoStateCreatesNothing (issue 20, audit): destroy and resume of a state file that
-// does not exist refuse and create no file and no directory.
+// does not exist refuse and create no file and no directory, and neither do the
+// commands that only read one.
 func TestNoStateCreatesNothing(t *testing.T) {
 	tag, dir := newTag(t), t.TempDir()
 	for _, args := range [][]string{
 		{"destroy", "--auto-approve"}, {"resume"},
 		{"destroy", "--auto-approve", "--state", "sub/s.db"}, {"resume", "--state", "sub/s.db"},
+		{"status"}, {"output"}, {"runs"}, {"logs", "exec.a"}, {"plan", "--destroy"},
+		{"status", "--state", "sub/s.db"}, {"output", "--state", "sub/s.db"}, {"runs", "--state", "sub/s.db"},
 	} {
 		r := flowExit(t, tag, dir, 2, args...)
 		if !strings.Contains(r.stderr, "no state file") {

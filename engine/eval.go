@@ -49,8 +49,12 @@ func (p *Plan) addRefValues(ctx *hcl.EvalContext, m *moduleInstance, refs []conf
 		if byType[r.Type] == nil {
 			byType[r.Type] = map[string]cty.Value{}
 		}
-		if m.unexpanded[r.Addr] {
+		if m.unexpanded[r.Addr] || r.Invalid || r.Name == "" {
 			byType[r.Type][r.Name] = cty.DynamicVal
+			continue
+		}
+		if call, ok := m.flow.Module(r.Name); r.IsModule() && (!ok || call.Flow == nil) {
+			byType[r.Type][r.Name] = cty.DynamicVal // not declared or not loaded: Load reported it
 			continue
 		}
 		if r.IsModule() {
@@ -72,7 +76,11 @@ func (p *Plan) addRefValues(ctx *hcl.EvalContext, m *moduleInstance, refs []conf
 			}
 			continue
 		}
-		target, _ := m.flow.Task(r.Addr) // Load checked that it exists
+		target, ok := m.flow.Task(r.Addr)
+		if !ok { // not declared: Load reported it
+			byType[r.Type][r.Name] = cty.DynamicVal
+			continue
+		}
 		if keyed[r.Addr] == nil {
 			keyed[r.Addr] = map[string]cty.Value{}
 		}
@@ -313,6 +321,9 @@ func (p *Plan) typeCheck() hcl.Diagnostics {
 	checked := map[sameInputs]bool{}
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
+		if inst.Task.Kind == nil {
+			continue // an unknown task type: Load reported it
+		}
 		if !inst.Task.ReadsEach {
 			same := sameInputs{inst.Task, inst.mod}
 			if checked[same] {

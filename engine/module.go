@@ -71,6 +71,8 @@ func instantiate(parent *moduleInstance, call *config.ModuleCall, e config.Insta
 	for name, v := range call.Flow.Variables {
 		in, set := call.Inputs[name]
 		switch {
+		case !set && !v.HasDefault: // a missing input: Load reported it
+			vars[name] = cty.UnknownVal(v.Type)
 		case !set:
 			vars[name], _ = v.Convert(v.Default)
 		case len(call.InputRefs[name]) > 0 || parent.readsDynamic(in.Expr):
@@ -166,6 +168,7 @@ func (p *Plan) scopeDeps(m *moduleInstance, expr hcl.Expression) ([]string, hcl.
 func (p *Plan) memoDeps(m *moduleInstance, name string, rng hcl.Range, compute func() ([]string, hcl.Diagnostics)) ([]string, hcl.Diagnostics) {
 	if d, ok := m.deps[name]; ok {
 		if d == nil {
+			p.cyclic = true
 			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cycle through a module",
 				Detail:  fmt.Sprintf("%s in %s depends on itself through module inputs and outputs.", name, m.pathOrRoot()),
 				Subject: rng.Ptr()}}

@@ -53,6 +53,8 @@ type Plan struct {
 	Graph     *dag.Graph[string]
 	root      *moduleInstance
 	orphans   bool // a plan of orphans (orphanPlan), walked only to undo them
+	// cyclic is set when a value reads itself through module inputs and outputs.
+	cyclic bool
 }
 
 // InstanceAddr renders the address of one instance of a task.
@@ -66,27 +68,27 @@ func InstanceAddr(taskAddr string, key cty.Value) string {
 // NewPlan expands every task's and module call's for_each, resolves each reference to
 // the instances it reads, builds the graph, rejects cycles, and type-checks each
 // instance as far as values are known before the run. Steps: expand, connect, check
-// cycles, check types.
+// cycles, check types; an error in one step does not stop the next, so all are
+// reported (a task whose for_each failed has no instances, and what reads it sees an
+// unknown value). A plan with errors is for its diagnostics only.
 func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Flow: flow, Scope: scope, Instances: map[string]*Instance{},
 		Graph: dag.New[string](), root: newModuleInstance("", flow, scope)}
 	diags := p.expand(p.root)
-	if diags.HasErrors() {
-		return p, diags
-	}
 	diags = append(diags, p.connect(p.root)...)
-	if diags.HasErrors() {
-		return p, diags
-	}
 	order, err := p.Graph.TopoOrder()
 	if err != nil {
 		return p, append(diags, p.cycleDiagnostics(err)...)
+	}
+	if p.cyclic { // evaluating values that read themselves would never end
+		return p, diags
 	}
 	p.Order = order
 	for i, addr := range order {
 		p.Instances[addr].order = i
 	}
-	return p, append(diags, p.typeCheck()...)
+	// An evaluation failing on a reference connect found no instance for is that.
+	return p, append(diags, consequences(diags, p.typeCheck())...)
 }
 
 // expand creates m's task instances, then its module calls' instances and theirs.
@@ -95,7 +97,7 @@ func (p *Plan) expand(m *moduleInstance) hcl.Diagnostics {
 	for _, t := range m.flow.Tasks {
 		elems, d := p.expandForEach(m, t.ForEach)
 		diags = append(diags, d...)
-		if t.ForEach != nil && elems == nil && !d.HasErrors() {
+		if t.ForEach != nil && elems == nil { // no value yet, or in error: unknown
 			m.unexpanded[t.Addr] = true
 		}
 		for _, e := range elems {
@@ -111,7 +113,7 @@ func (p *Plan) expand(m *moduleInstance) hcl.Diagnostics {
 		}
 		elems, d := p.expandForEach(m, call.ForEach)
 		diags = append(diags, d...)
-		if call.ForEach != nil && elems == nil && !d.HasErrors() {
+		if call.ForEach != nil && elems == nil { // no value yet, or in error: unknown
 			m.unexpanded[call.Addr()] = true
 		}
 		for _, e := range elems {
@@ -313,10 +315,18 @@ func (p *Plan) cycleDiagnostics(err error) hcl.Diagnostics {
 			text += a + " -> "
 		}
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Dependency cycle",
-			Detail:  fmt.Sprintf("These tasks depend on each other in a cycle: %s%s.", text, c[0]),
-			Subject: first.Task.DeclRange.Ptr()})
+			Detail: fmt.Sprintf("%s: %s%s.", cycleSubject(len(c)), text, c[0]), Subject: first.Task.DeclRange.Ptr()})
 	}
 	return diags
+}
+
+// cycleSubject says what a cycle of n instances is: one that waits for itself, or
+// several that wait for each other.
+func cycleSubject(n int) string {
+	if n == 1 {
+		return "This task depends on itself"
+	}
+	return "These tasks depend on each other in a cycle"
 }
 
 // Dependents returns the instances that wait for addr.

@@ -81,9 +81,10 @@ func (r *Request) selective() bool { return len(r.Targets) > 0 || len(r.Replace)
 // Observer follows a Run, Resume or Destroy: the live view and the answers to other
 // terminals' status and logs.
 type Observer interface {
-	// Held is called once the state file is locked for the session; release is
-	// called when the session lets go of it.
-	Held(path string) (release func())
+	// Held is called once the state file is locked for the session, with a Reader
+	// of it (safe for concurrent use while the walk writes); release is called when
+	// the session lets go of it, and the Reader must not be used after.
+	Held(path string, r Reader) (release func())
 	// Started is called just before the walk begins; w answers from then on.
 	Started(s Start, w Progress)
 }
@@ -169,7 +170,7 @@ func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held,
 	}
 	h = &held{store: store}
 	if req.Observer != nil {
-		h.release = req.Observer.Held(store.Path())
+		h.release = req.Observer.Held(store.Path(), storeReader{store})
 	}
 	if opts.FirstRun != nil && opts.FirstRun.ID != 0 {
 		created = opts.FirstRun

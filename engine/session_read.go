@@ -145,6 +145,29 @@ func (s *Session) openRead() (*state.Store, error) {
 	return store, err
 }
 
+// Reader reads the records of a state file: what Session's Runs, Status and Log
+// read. A walk hands its observer one over the file it holds (Observer.Held), so
+// other terminals can read the state while the walk keeps it locked.
+type Reader interface {
+	// Runs returns every run recorded, oldest first.
+	Runs() ([]*RunRecord, error)
+	// Status returns run runID (the latest with 0) and its instance records.
+	Status(runID uint64) (*RunRecord, []InstanceRecord, error)
+	// Log returns what addr wrote in run runID (the latest with 0).
+	Log(runID uint64, addr string) ([]byte, error)
+}
+
+// storeReader is a Reader over an open store. Every run it reads as running is shown
+// as interrupted (see effectiveStatus): the holder of the store knows which one is
+// its own and really running.
+type storeReader struct{ store *state.Store }
+
+func (r storeReader) Runs() ([]*RunRecord, error) { return readRuns(r.store) }
+func (r storeReader) Status(id uint64) (*RunRecord, []InstanceRecord, error) {
+	return readStatus(r.store, id)
+}
+func (r storeReader) Log(id uint64, addr string) ([]byte, error) { return readLog(r.store, id, addr) }
+
 // Runs returns every run recorded, oldest first; a run whose process is gone without
 // finishing shows as interrupted.
 func (s *Session) Runs() ([]*RunRecord, error) {
@@ -153,6 +176,10 @@ func (s *Session) Runs() ([]*RunRecord, error) {
 		return nil, err
 	}
 	defer store.Close()
+	return readRuns(store)
+}
+
+func readRuns(store *state.Store) ([]*RunRecord, error) {
 	runs, err := store.Runs()
 	for _, r := range runs {
 		r.Status = effectiveStatus(r)
@@ -169,6 +196,10 @@ func (s *Session) Status(runID uint64) (*RunRecord, []InstanceRecord, error) {
 		return nil, nil, err
 	}
 	defer store.Close()
+	return readStatus(store, runID)
+}
+
+func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord, error) {
 	run, err := pickRun(store, runID)
 	if err != nil {
 		return nil, nil, err
@@ -195,6 +226,10 @@ func (s *Session) Log(runID uint64, addr string) ([]byte, error) {
 		return nil, err
 	}
 	defer store.Close()
+	return readLog(store, runID, addr)
+}
+
+func readLog(store *state.Store, runID uint64, addr string) ([]byte, error) {
 	run, err := pickRun(store, runID)
 	if err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func (f *Flow) checkOthers(travs []hcl.Traversal, eachAllowed bool) hcl.Diagnost
 func (f *Flow) checkRefs(refs []Ref, reg *tasks.Registry) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, r := range refs {
-		if r.Name == "" {
+		if r.Name == "" || r.Invalid {
 			continue // traversalRef already reported it
 		}
 		if r.Type == ModuleRoot {

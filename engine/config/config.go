@@ -30,6 +30,9 @@ type Flow struct {
 	Files map[string]*hcl.File
 	// Hash is a hex SHA-256 over the names and contents of the flow's files.
 	Hash string
+	// Decoded reports that every file parsed and its blocks were decoded and checked,
+	// errors or not; without it Load stopped at syntax errors.
+	Decoded bool
 
 	Variables map[string]*Variable
 	Locals    map[string]*Local

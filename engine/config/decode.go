@@ -41,11 +41,14 @@ func (f *Flow) decodeVariable(b *hcl.Block) hcl.Diagnostics {
 	if a, ok := content.Attributes["default"]; ok {
 		val, d := a.Expr.Value(nil)
 		diags = append(diags, d...)
-		if !d.HasErrors() {
+		if d.HasErrors() {
+			v.Default, v.HasDefault = cty.UnknownVal(v.Type), true // reported
+		} else {
 			conv, err := convert.Convert(val, v.Type)
 			if err != nil {
 				diags = append(diags, errorf(a.Expr.Range(), "Invalid default value",
 					"The default for variable %q does not match its type: %s.", name, err))
+				conv = cty.UnknownVal(v.Type) // reported: what reads it sees an unknown value
 			}
 			v.Default, v.HasDefault = conv, true
 		}

@@ -128,6 +128,9 @@ func templateFileFunc(baseDir string, fns map[string]function.Function) function
 			if err != nil {
 				return cty.NilVal, err
 			}
+			if diags := CheckNesting(src, path, TemplateSyntax); diags.HasErrors() {
+				return cty.NilVal, fmt.Errorf("parse template %s: %w", path, diags)
+			}
 			expr, diags := hclsyntax.ParseTemplate(src, path, hcl.InitialPos)
 			if diags.HasErrors() {
 				return cty.NilVal, fmt.Errorf("parse template %s: %w", path, diags)

@@ -24,7 +24,8 @@ import (
 const fuzzDeadline = 10 * time.Second
 
 // FuzzLoad feeds any bytes to the loader as a flow file and runs the phases the CLI
-// runs before executing anything (load, variables, locals, plan). Whatever the bytes,
+// runs before executing anything (load, variables, locals, plan: engine.Load's, each
+// after the one before whatever it found, through engine.Check). Whatever the bytes,
 // the result is diagnostics or a plan: never a panic, never a hang, every error has a
 // summary, and every diagnostic's range lies inside the file. A flow that plans also
 // plans the same after `flow fmt` (hclwrite.Format): the same instances, in the same
@@ -70,20 +71,7 @@ func loadWithin(t *testing.T, path string, src []byte, reg *tasks.Registry) (*en
 	}
 	done := make(chan result, 1)
 	go func() {
-		var plan *engine.Plan
-		flow, diags := config.Load(path, reg)
-		if !diags.HasErrors() {
-			vars, d := flow.Assign(config.VarInputs{Environ: []string{}})
-			diags = append(diags, d...)
-			if !diags.HasErrors() {
-				scope, d := flow.NewScope(vars)
-				diags = append(diags, d...)
-				if !diags.HasErrors() {
-					plan, d = engine.NewPlan(flow, scope)
-					diags = append(diags, d...)
-				}
-			}
-		}
+		_, plan, diags := engine.Check(path, reg, config.VarInputs{Environ: []string{}})
 		if diags.HasErrors() {
 			plan = nil
 		}

@@ -51,12 +51,12 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 		moduleIndex: map[string]*ModuleCall{},
 	}
 	parser := hclparse.NewParser()
-	var diags hcl.Diagnostics
+	var diags, parsing hcl.Diagnostics
 	var blocks hcl.Blocks
 	hash := sha256.New()
 	for _, name := range files {
-		file, d := parser.ParseHCLFile(name)
-		diags = append(diags, d...)
+		file, d := parseFile(parser, name)
+		parsing = append(parsing, d...)
 		if file == nil {
 			continue
 		}
@@ -67,11 +67,17 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 		diags = append(diags, d...)
 		blocks = append(blocks, content.Blocks...)
 	}
-	if diags.HasErrors() {
+	if parsing.HasErrors() {
+		// A file that does not parse may have lost any part of it: what is left would
+		// only give errors that are not there.
 		f.Hash = hex.EncodeToString(hash.Sum(nil))
-		return f, diags
+		return f, append(parsing, diags...)
 	}
+	diags = append(parsing, diags...)
+	f.Decoded = true
 	// Phases: variables and locals first, so task and output checks can name them.
+	// A mistake in one phase does not stop the next: every phase reports what it
+	// finds, and what depends on a declaration in error is left unknown.
 	for _, b := range blocks.OfType("variable") {
 		diags = append(diags, f.decodeVariable(b)...)
 	}
@@ -99,6 +105,19 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	f.Hash = hex.EncodeToString(hash.Sum(nil))
 	diags = append(diags, f.checkReferences(reg)...)
 	return f, diags
+}
+
+// parseFile reads and parses one flow file, refusing one nested deeper than
+// MaxNesting before the parser sees it.
+func parseFile(parser *hclparse.Parser, name string) (*hcl.File, hcl.Diagnostics) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read flow file", Detail: err.Error()}}
+	}
+	if diags := CheckNesting(src, name, ConfigSyntax); diags.HasErrors() {
+		return nil, diags
+	}
+	return parser.ParseHCL(src, name)
 }
 
 // flowFiles lists the .hcl files of a flow, sorted, and the directory they live in.

@@ -48,27 +48,12 @@ func testRegistry(t testing.TB) *tasks.Registry {
 	return reg
 }
 
-// pipeline runs the phases the CLI runs (see cmd/flow/cli/load.go) and stops at the
-// first phase with errors. It returns the diagnostics of all phases run.
+// pipeline runs the phases the CLI runs (engine.Load's, through engine.Check): every
+// phase, whatever the one before found (only syntax errors stop it). It returns the
+// diagnostics of all of them, and the plan, errors or not, when the files parsed.
 func pipeline(t *testing.T, path string, in config.VarInputs) (*config.Flow, *engine.Plan, hcl.Diagnostics) {
 	t.Helper()
-	flow, diags := config.Load(path, testRegistry(t))
-	if diags.HasErrors() {
-		return flow, nil, diags
-	}
-	vars, d := flow.Assign(in)
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return flow, nil, diags
-	}
-	scope, d := flow.NewScope(vars)
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return flow, nil, diags
-	}
-	plan, d := engine.NewPlan(flow, scope)
-	diags = append(diags, d...)
-	return flow, plan, diags
+	return engine.Check(path, testRegistry(t), in)
 }
 
 // mustPlan runs the pipeline and fails on any diagnostic, warnings included.

@@ -20,6 +20,9 @@ type Ref struct {
 	KeyExpr hcl.Expression // per-instance key, or nil
 	Attr    string         // the attribute read from the instance, "" if none
 	Range   hcl.Range
+	// Invalid marks a reference already reported as malformed (its key is no
+	// string); it is checked no further, and reads an unknown value.
+	Invalid bool
 }
 
 // ModuleRoot is the root of a reference to a module call's outputs: module.NAME.OUTPUT.
@@ -130,7 +133,7 @@ func traversalRef(t hcl.Traversal) (Ref, hcl.Diagnostics) {
 			// exec.a[1] means key "1", as indexing an object does; keys are strings.
 			key, err := convert.Convert(ix.Key, cty.String)
 			if err != nil || key.IsNull() {
-				return Ref{Type: r.Type, Range: r.Range}, hcl.Diagnostics{{
+				return Ref{Type: r.Type, Name: r.Name, Addr: r.Addr, Range: r.Range, Invalid: true}, hcl.Diagnostics{{
 					Severity: hcl.DiagError, Summary: "Invalid instance key",
 					Detail:  "An instance key is a string, as in TYPE.NAME[\"KEY\"].",
 					Subject: ix.SourceRange().Ptr(),

@@ -92,12 +92,14 @@ func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diag
 		default:
 			diags = append(diags, errorf(v.DeclRange, "Missing required variable",
 				"Variable %q has no default and no value; set it with --var %s=VALUE, --var-file, or FLOW_VAR_%s.", name, name, name))
+			out[name] = cty.UnknownVal(v.Type) // reported: later phases see an unknown value
 			continue
 		}
 		conv, err := v.Convert(val)
 		if err != nil {
 			diags = append(diags, errorf(v.DeclRange, "Invalid value for variable",
 				"The value given for %q does not match its type: %s.", name, err))
+			out[name] = cty.UnknownVal(v.Type)
 			continue
 		}
 		out[name] = conv
@@ -108,6 +110,9 @@ func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diag
 func parseText(v *Variable, text, source string) (cty.Value, hcl.Diagnostics) {
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
 		return cty.StringVal(text), nil
+	}
+	if diags := CheckNesting([]byte(text), source, ConfigSyntax); diags.HasErrors() {
+		return cty.DynamicVal, diags
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(text), source, hcl.InitialPos)
 	if diags.HasErrors() {
@@ -121,6 +126,9 @@ func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) 
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error()}}
+	}
+	if diags := CheckNesting(src, path, ConfigSyntax); diags.HasErrors() {
+		return nil, diags
 	}
 	p := hclparse.NewParser()
 	var file *hcl.File

@@ -69,9 +69,14 @@ type CLI struct {
 	statePath string
 	logLevel  string
 	logJSON   bool
-	// resolved is the state file: see resolveState.
-	resolved string
-	// movedFlow is resume's and destroy's --flow: where the run's flow is now.
+	// resolved is the state file: see resolveState; stateFrom says where it came from,
+	// command is the command's name and flowArg the flow path given to run or plan.
+	resolved  string
+	stateFrom stateSource
+	command   string
+	flowArg   string
+	// movedFlow is resume's, destroy's and plan --destroy's --flow: where the run's
+	// flow is now.
 	movedFlow string
 	// stdin answers destroy's question when stdinTerminal says a person can.
 	stdin         io.Reader
@@ -101,11 +106,14 @@ with "flow resume" without redoing what succeeded.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return c.resolveState(cmd, args) }
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().BoolVar(&c.logJSON, "log-json", false, "write flow's own logs as JSON")
+	// --version prints what `flow version` does.
+	root.Version = versionText()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fail(ExitInvalid, fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
 	})
 	root.AddCommand(c.runCmd(), c.resumeCmd(), c.statusCmd(), c.planCmd(), c.graphCmd(),
-		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd())
+		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd(), c.versionCmd())
 	c.root = root
 	return c
 }

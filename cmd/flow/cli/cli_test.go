@@ -252,6 +252,48 @@ func TestValidate(t *testing.T) {
 	golden(t, "validate.txt", h.log.String())
 }
 
+// TestValidateReportsEverything: a flow with mistakes of every phase (decoding, the
+// reference checks, expanding, type checking) gets all of them from one flow validate,
+// each once, on its own line and column, as text and as JSON; run refuses it with the
+// same list.
+func TestValidateReportsEverything(t *testing.T) {
+	h := newHarness(t)
+	path := flowPath("invalid_all.hcl")
+	r := h.expect(ExitInvalid, "validate", path)
+	if r.err == nil || r.err.Error() != "the flow is invalid (10 errors)" {
+		t.Errorf("err = %v, want 10 errors", r.err)
+	}
+	js := h.expect(ExitInvalid, "validate", "--json", path)
+	var doc validateDoc
+	if err := json.Unmarshal([]byte(js.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range doc.Diagnostics {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Range.Start.Line, d.Range.Start.Column, d.Summary))
+	}
+	want := []string{
+		"5:13 Invalid default value",
+		"9:3 Unsupported argument",
+		"15:44 Reference to undeclared variable",
+		"15:24 Reference to undeclared task",
+		"14:17 Reference to undeclared task",
+		"20:14 Invalid for_each",
+		"16:16 Incorrect attribute value type",
+		"10:13 Incorrect attribute value type",
+		"27:14 Incorrect attribute value type",
+		"28:14 Incorrect attribute value type",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || doc.ErrorCount != len(want) {
+		t.Errorf("validate --json: %d errors:\n%s\nwant:\n%s", doc.ErrorCount, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	run := h.expect(ExitInvalid, "run", path)
+	if run.stderr != r.stderr {
+		t.Errorf("run reports otherwise than validate:\n%s", run.stderr)
+	}
+	golden(t, "validate_all.txt", h.log.String())
+}
+
 func TestGraph(t *testing.T) {
 	h := newHarness(t)
 	text := h.expect(ExitOK, "graph", flowPath("quick.hcl"))
@@ -377,12 +419,19 @@ func TestRunStatusLogs(t *testing.T) {
 	golden(t, "run.txt", h.log.String())
 }
 
+// TestStatusWithoutState: every command that needs an existing state file refuses
+// without one, and creates nothing (neither the file nor its directory).
 func TestStatusWithoutState(t *testing.T) {
 	h := newHarness(t)
-	for _, args := range [][]string{{"status"}, {"runs"}, {"logs", "exec.a"}, {"resume"}} {
+	h.state = filepath.Join(h.tmp, "sub", "state.db")
+	for _, args := range [][]string{{"status"}, {"runs"}, {"logs", "exec.a"}, {"resume"},
+		{"output"}, {"destroy", "--auto-approve"}, {"plan", "--destroy"}} {
 		r := h.expect(ExitInvalid, args...)
 		if !strings.Contains(r.stderr, "flow: ") {
 			t.Errorf("%v: %q", args, r.stderr)
+		}
+		if entries, _ := os.ReadDir(h.tmp); len(entries) != 0 {
+			t.Fatalf("flow %v created %v", args, entries)
 		}
 	}
 	golden(t, "nostate.txt", h.log.String())
@@ -426,7 +475,7 @@ func TestFailRefuseResume(t *testing.T) {
 
 	// An unfinished run blocks a new one.
 	r = h.expect(ExitInvalid, "run", flow, "--parallelism", "1")
-	if !strings.Contains(r.stderr, `did not finish: it is failed; continue it with "flow resume" or start over with "flow run --new"`) {
+	if !strings.Contains(r.stderr, `did not finish: it is failed; continue it with "flow resume --state $TMP/state.db" or start over with "flow run --new $TMP/fail.hcl --state $TMP/state.db"`) {
 		t.Errorf("second run: %q", r.stderr)
 	}
 
@@ -534,6 +583,28 @@ func TestUsageErrors(t *testing.T) {
 	golden(t, "usage.txt", h.log.String())
 }
 
+// TestParallelismAtLeastOne: --parallelism 0 or less is a usage error naming the flag,
+// on every command that takes it, and nothing is run or created.
+func TestParallelismAtLeastOne(t *testing.T) {
+	h := newHarness(t)
+	for _, args := range [][]string{
+		{"run", flowPath("quick.hcl"), "--parallelism", "0"},
+		{"run", flowPath("quick.hcl"), "--parallelism=-2"},
+		{"resume", "--parallelism", "0"},
+		{"resume", "--parallelism=-1"},
+		{"destroy", "--auto-approve", "--parallelism", "0"},
+		{"destroy", "--parallelism=-5"},
+	} {
+		r := h.expect(ExitInvalid, args...)
+		if !strings.Contains(r.stderr, "--parallelism must be at least 1") || r.stdout != "" {
+			t.Errorf("flow %s: stdout %q, stderr %q; want a usage error naming --parallelism", strings.Join(args, " "), r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(h.state); !os.IsNotExist(err) {
+			t.Fatalf("flow %s created the state file", strings.Join(args, " "))
+		}
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	if ExitCode(nil) != ExitOK {
 		t.Error("nil")
@@ -638,5 +709,36 @@ task "exec" "fail" {
 	if !strings.Contains(r.stdout, "exec.greet: inputs changed since it succeeded (command); running it") ||
 		!strings.Contains(r.stdout, "[exec.greet] hi carol") {
 		t.Errorf("resume with --var:\n%s", r.stdout)
+	}
+}
+
+// TestDeepNesting: a flow nested 100,000 brackets deep, which killed flow with a
+// stack overflow in HCL's parser, is an invalid flow for every command that reads it:
+// one diagnostic naming the line and column, exit 2, nothing created or rewritten.
+func TestDeepNesting(t *testing.T) {
+	h := newHarness(t)
+	src := "locals {\n x = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n}\n"
+	path := filepath.Join(h.tmp, "deep.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"validate", path}, {"plan", path}, {"run", path}, {"graph", path}, {"fmt", path}, {"fmt", "--check", h.tmp}} {
+		r := h.expect(ExitInvalid, args...)
+		if !strings.Contains(r.stderr, "Error: Nesting too deep") || !strings.Contains(r.stderr, "At line 2, column 1005,") ||
+			strings.Count(r.stderr, "Error:") != 1 {
+			t.Errorf("flow %s: stderr %.500q", strings.Join(args, " "), r.stderr)
+		}
+	}
+	if now, _ := os.ReadFile(path); string(now) != src {
+		t.Error("fmt rewrote the file")
+	}
+	if _, err := os.Stat(h.state); !os.IsNotExist(err) {
+		t.Error("a state file was created")
+	}
+	r := h.expect(ExitInvalid, "validate", "--json", path)
+	for _, want := range []string{`"summary": "Nesting too deep"`, `"line": 2`, `"column": 1005`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("validate --json lacks %s:\n%s", want, r.stdout)
+		}
 	}
 }

@@ -55,16 +55,13 @@ answered "yes", 2 invalid flow, usage or state, or no terminal and no --auto-app
 	}
 	f.varFlags.add(cmd)
 	f.progressFlag.add(cmd)
-	cmd.Flags().IntVar(&f.parallelism, "parallelism", 10, "how many task instances are undone at once")
+	addParallelism(cmd, &f.parallelism, "how many task instances are undone at once (at least 1)")
 	cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "destroy without showing what and asking first")
 	c.addMovedFlow(cmd)
 	return cmd
 }
 
 func (c *CLI) destroy(f destroyFlags) error {
-	if f.parallelism < 1 {
-		return failf(ExitInvalid, "--parallelism must be at least 1, got %d", f.parallelism)
-	}
 	if !f.autoApprove && !c.stdinTerminal {
 		return failf(ExitInvalid, "flow destroy asks before it destroys, and there is no terminal to ask on: "+
 			"nothing was destroyed; see what it would do with %q, and pass --auto-approve to destroy without asking",
@@ -74,9 +71,9 @@ func (c *CLI) destroy(f destroyFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stopSignals := c.interruptible()
-	defer stopSignals()
 	out, view := c.progressOut(showLive)
+	ctx, stopSignals := c.interruptible(c.commandHint("flow destroy"), view)
+	defer stopSignals()
 	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
 	req := c.request(f.varFlags, out, showLive)
 	req.Observer = obs
@@ -114,13 +111,17 @@ func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took tim
 	for _, p := range []struct {
 		s    engine.Status
 		name string
-	}{{engine.Skipped, "left as they are"}, {engine.Failed, "failed"}, {engine.Interrupted, "interrupted"}} {
-		if counts[p.s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[p.s], p.name))
+	}{{engine.Skipped, "left as it is"}, {engine.Failed, "failed"}, {engine.Interrupted, "interrupted"}} {
+		if n := counts[p.s]; n > 0 {
+			name := p.name
+			if p.s == engine.Skipped {
+				name = plural(n, name)
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n, name))
 		}
 	}
 	fmt.Fprintf(c.stdout, "\nDestroy run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
 	if res.Status != engine.Succeeded {
-		fmt.Fprintf(c.stdout, "Continue with %q; see \"flow status\".\n", strings.Replace(hint, "flow resume", "flow destroy", 1))
+		fmt.Fprintf(c.stdout, "Continue with %q; see %q.\n", strings.Replace(hint, "flow resume", "flow destroy", 1), c.commandHint("flow status"))
 	}
 }

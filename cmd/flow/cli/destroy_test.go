@@ -30,7 +30,7 @@ func TestDestroy(t *testing.T) {
 		`exec.report: left as it is (it sets no undo; see "flow tasks exec")`,
 		"process.sleeper: destroyed in",
 		"[exec.prepare] removed run",
-		"Destroy run 2 succeeded in <dur>: 2 destroyed, 1 left as they are.",
+		"Destroy run 2 succeeded in <dur>: 2 destroyed, 1 left as it is.",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("destroy lacks %q:\n%s", want, r.stdout)

@@ -54,6 +54,12 @@ func (c *CLI) format(path string, check bool) error {
 		if err != nil {
 			return fail(ExitInvalid, err)
 		}
+		// A file nested too deep is refused before the parser sees it (no source
+		// snippet: its line may be as long as the file).
+		if diags := config.CheckNesting(src, name, config.ConfigSyntax); diags.HasErrors() {
+			c.printDiags(nil, diags)
+			return reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
+		}
 		// Never rewrite a file that does not parse: formatting would garble it.
 		if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
 			c.printDiags(&config.Flow{Files: map[string]*hcl.File{name: {Bytes: src}}}, diags) // for the source snippet
@@ -74,7 +80,7 @@ func (c *CLI) format(path string, check bool) error {
 		}
 	}
 	if check && changed > 0 {
-		return reported(ExitTaskFailed, fmt.Errorf("%d files are not formatted", changed))
+		return reported(ExitTaskFailed, fmt.Errorf("%s not formatted", count(changed, "file is")))
 	}
 	return nil
 }

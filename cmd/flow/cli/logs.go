@@ -48,9 +48,9 @@ func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	addr = normalizeAddress(addr)
 	out, err := engine.NewSession(c.state(), c.reg).Log(runID, addr)
 	if errors.As(err, new(*engine.BusyError)) {
-		err := retryLive(func() (err error) { out, err = live.Log(c.state(), addr); return err })
+		err := retryLive(func() (err error) { out, err = live.Log(c.state(), runID, addr); return err })
 		if err != nil {
-			return nil, failf(ExitInvalid, "logs of %s: %v", addr, err)
+			return nil, c.liveFailed(err)
 		}
 		return out, nil
 	}

@@ -42,6 +42,10 @@ so, since the state file holds no secret to show: read a secret where its task p
 			}
 			if len(args) == 1 {
 				o, ok := doc.Outputs[args[0]]
+				if !ok && doc.Status == string(engine.Running) {
+					return failf(ExitInvalid, "run %d is in progress and has no output %q yet (a run records its outputs when it ends); it has %s",
+						doc.RunID, args[0], outputNames(doc.Outputs))
+				}
 				if !ok {
 					return failf(ExitInvalid, "run %d has no output %q; it has %s", doc.RunID, args[0], outputNames(doc.Outputs))
 				}

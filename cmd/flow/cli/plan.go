@@ -37,7 +37,8 @@ its content, Kubernetes objects exist, a process runs); what drifted runs again.
 
 With --destroy, show what "flow destroy" would do instead: each instance the latest run
 started, in the order a destroy undoes them, with how it is undone or why it is kept.
-PATH may then be left out: the flow is the one the run recorded.`,
+PATH may then be left out: the flow is the one the run recorded (--flow PATH: where it
+is now, if it moved, as for flow destroy).`,
 		Example: `  flow plan flows/demo.hcl
   flow plan flows/lab.hcl --replace 'lxd_launch.member["member2"]'
   flow plan flows/lab.hcl --refresh=false
@@ -50,6 +51,9 @@ PATH may then be left out: the flow is the one the run recorded.`,
 			return exactArgs(1, "PATH")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.movedFlow != "" && !destroy {
+				return failf(ExitInvalid, "--flow is for plan --destroy: where the run's flow is now; a plan of a flow names it as PATH")
+			}
 			if destroy {
 				path := ""
 				if len(args) == 1 {
@@ -64,6 +68,7 @@ PATH may then be left out: the flow is the one the run recorded.`,
 	sel.add(cmd)
 	cmd.Flags().BoolVar(&destroy, "destroy", false, `show what "flow destroy" would do`)
 	cmd.Flags().BoolVar(&keepRemoved, "keep-removed", false, `show what "flow run --keep-removed" would do`)
+	c.addMovedFlow(cmd)
 	return cmd
 }
 

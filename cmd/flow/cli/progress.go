@@ -39,13 +39,21 @@ func (p *progressFlag) live(out io.Writer) (bool, error) {
 // liveView draws, below the lines of a run's events, one line per running instance
 // with its elapsed time and last output line, and the counts of done, running and
 // waiting instances, redrawn in place as BuildKit does for parallel steps. Writes of
-// event lines go above it. It is safe for concurrent use.
+// event lines go above it. It fits the terminal: instances that do not fit are
+// counted on one line, and a notice (what Ctrl-C does now) is always drawn, last. It
+// is safe for concurrent use.
 type liveView struct {
 	mu     sync.Mutex
 	out    io.Writer
 	runner engine.Progress
 	began  time.Time
 	drawn  int // lines of the view on the terminal now
+	// size is the terminal's width and height in characters; a height of 0 is
+	// unknown, and then the view is not cut to fit.
+	size func() (width, height int)
+	// notice is drawn at the bottom of the view until it closes, and then left on
+	// the screen above what follows.
+	notice string
 	// started is set by start, on the goroutine that calls close.
 	started bool
 	stop    chan struct{}
@@ -56,7 +64,19 @@ type liveView struct {
 const liveRefresh = 200 * time.Millisecond
 
 func newLiveView(out io.Writer) *liveView {
-	return &liveView{out: out, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	return &liveView{out: out, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+		size: func() (int, int) { return terminalSize(out) }}
+}
+
+// terminalSize is the size of the terminal out is, or a width of 100 and an unknown
+// height.
+func terminalSize(out io.Writer) (width, height int) {
+	if f, ok := out.(*os.File); ok {
+		if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w, h
+		}
+	}
+	return 100, 0
 }
 
 // progressOut returns where a run's or destroy's events go: stdout, or with live set
@@ -96,8 +116,9 @@ func (v *liveView) start(runner engine.Progress) {
 	}()
 }
 
-// close stops redrawing and removes the view, leaving the event lines. A view never
-// started (the walk was refused) has nothing to remove.
+// close stops redrawing and removes the view, leaving the event lines and the
+// notice, if there is one. A view never started (the walk was refused) has nothing
+// to remove.
 func (v *liveView) close() {
 	if v == nil || !v.started {
 		return
@@ -107,6 +128,47 @@ func (v *liveView) close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.erase()
+	if v.notice != "" {
+		fmt.Fprintln(v.out, v.notice)
+	}
+}
+
+// notify shows text at the bottom of the view from now on, where no event line
+// scrolls it away or overwrites it; it stays on the screen when the view closes. It
+// reports false when there is no view to show it (nil, or not started): print it
+// elsewhere.
+func (v *liveView) notify(text string) bool {
+	if v == nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.runner == nil {
+		return false
+	}
+	v.notice = text
+	v.redraw(nil)
+	return true
+}
+
+// leave removes the view and writes its notice and then text, for a process that
+// exits at once: the screen keeps both, and no half-drawn view.
+func (v *liveView) leave(text string) bool {
+	if v == nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.runner == nil {
+		return false
+	}
+	v.erase()
+	if v.notice != "" {
+		fmt.Fprintln(v.out, v.notice)
+	}
+	fmt.Fprintln(v.out, text)
+	v.runner, v.notice = nil, "" // nothing more to draw
+	return true
 }
 
 // Write puts event lines above the view.
@@ -138,18 +200,16 @@ func (v *liveView) erase() {
 	}
 }
 
-// render is the view: a count line, then one line per running instance, each cut
-// to the terminal's width.
+// render is the view: a count line, one line per running instance, each cut to the
+// terminal's width, and the notice, wrapped. On a terminal of known height it has
+// fewer lines than the terminal (the cursor stays below it, and erasing a view that
+// scrolled would erase the wrong lines): the instances that do not fit are one line,
+// "… and N more running"; the notice always fits, then the count line.
 func (v *liveView) render() string {
 	if v.runner == nil {
 		return ""
 	}
-	width := 100
-	if f, ok := v.out.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-			width = w
-		}
-	}
+	width, height := v.size()
 	var done, waiting int
 	var running []engine.InstanceRecord
 	for _, r := range v.runner.Snapshot() {
@@ -162,11 +222,25 @@ func (v *liveView) render() string {
 			done++
 		}
 	}
+	notice := wrap(v.notice, width)
+	header := true
+	shown, more := len(running), false
+	if rows := height - 1; height > 0 { // the cursor's line is the last
+		room := rows - len(notice) - 1
+		if room < 0 {
+			header, room = rows-len(notice) > 0, 0
+		}
+		if len(running) > room {
+			shown, more = max(room-1, 0), room > 0
+		}
+	}
 	var b strings.Builder
-	b.WriteString(cut(fmt.Sprintf("[+] %s: %d done, %d running, %d waiting",
-		time.Since(v.began).Round(100*time.Millisecond), done, len(running), waiting), width) + "\n")
+	if header {
+		b.WriteString(cut(fmt.Sprintf("[+] %s: %d done, %d running, %d waiting",
+			time.Since(v.began).Round(100*time.Millisecond), done, len(running), waiting), width) + "\n")
+	}
 	now := time.Now()
-	for _, r := range running {
+	for _, r := range running[:shown] {
 		elapsed := ""
 		if r.StartedAt != nil {
 			elapsed = now.Sub(*r.StartedAt).Round(100 * time.Millisecond).String()
@@ -177,7 +251,44 @@ func (v *liveView) render() string {
 		}
 		b.WriteString(cut(line, width) + "\n")
 	}
+	if more {
+		b.WriteString(cut(fmt.Sprintf(" … and %d more running", len(running)-shown), width) + "\n")
+	}
+	for _, line := range notice {
+		b.WriteString(line + "\n")
+	}
 	return b.String()
+}
+
+// wrap breaks text into lines of fewer than width characters, at spaces where it
+// can; "" is no line.
+func wrap(text string, width int) []string {
+	if text == "" {
+		return nil
+	}
+	limit := max(width-1, 1)
+	var lines []string
+	for _, para := range strings.Split(text, "\n") {
+		line := []rune{}
+		for _, word := range strings.Fields(cut(para, len(para)+2)) {
+			w := []rune(word)
+			switch {
+			case len(line) == 0:
+			case len(line)+1+len(w) <= limit:
+				line = append(line, ' ')
+			default:
+				lines, line = append(lines, string(line)), nil
+			}
+			for len(line)+len(w) > limit { // a word longer than a line: split it
+				k := limit - len(line)
+				lines = append(lines, string(append(line, w[:k]...)))
+				line, w = nil, w[k:]
+			}
+			line = append(line, w...)
+		}
+		lines = append(lines, string(line))
+	}
+	return lines
 }
 
 // cut shortens s to width columns (runes; wide characters may overflow), keeping a

@@ -32,10 +32,23 @@ func (e *execFlags) add(cmd *cobra.Command) {
 	e.varFlags.add(cmd)
 	e.selectFlags.add(cmd)
 	e.progressFlag.add(cmd)
-	cmd.Flags().IntVar(&e.parallelism, "parallelism", 10, "how many task instances run at once")
+	addParallelism(cmd, &e.parallelism, "how many task instances run at once (at least 1)")
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
 	cmd.Flags().DurationVar(&e.transientRetry, "transient-retry", tasks.DefaultTransientRetry,
 		"how long each task retries transient faults (a restarting LXD daemon, API server or registry) on its own; 0 disables")
+}
+
+// addParallelism adds --parallelism (default 10) to cmd, and checks before the command
+// runs that it is at least 1: 0 or less is a usage error naming the flag, on every
+// command that takes it, before anything is opened or created.
+func addParallelism(cmd *cobra.Command, p *int, usage string) {
+	cmd.Flags().IntVar(p, "parallelism", 10, usage)
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if *p < 1 {
+			return failf(ExitInvalid, "--parallelism must be at least 1, got %d (see %s --help)", *p, cmd.CommandPath())
+		}
+		return nil
+	}
 }
 
 // transientBound maps the flag to engine.Options.TransientRetry, where 0 means the default.
@@ -132,9 +145,9 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	}
 	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
 	// loads must end in exit code 130 and a resumable state, not the default death.
-	ctx, stopSignals := c.interruptible()
-	defer stopSignals()
 	out, view := c.progressOut(live)
+	ctx, stopSignals := c.interruptible(c.commandHint("flow resume"), view)
+	defer stopSignals()
 	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
 	req := c.request(f.varFlags, out, live)
 	req.Observer = obs
@@ -171,7 +184,9 @@ func exitFor(res *engine.Result, runErr error, failed string) error {
 
 // interruptible cancels the context on the first SIGINT or SIGTERM and exits at once
 // on the second; every success was already committed, so nothing recorded is lost.
-func (c *CLI) interruptible() (context.Context, func()) {
+// continueWith is the command that continues afterwards. While a live view is drawn,
+// what it says goes into the view, which keeps it on the screen; else to stderr.
+func (c *CLI) interruptible(continueWith string, view *liveView) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -179,10 +194,15 @@ func (c *CLI) interruptible() (context.Context, func()) {
 		if _, ok := <-sigs; !ok {
 			return
 		}
-		fmt.Fprintln(c.stderr, "\nInterrupting: stopping running tasks (press Ctrl-C again to exit at once; \"flow resume\" continues)")
+		msg := fmt.Sprintf("Interrupting: stopping running tasks (press Ctrl-C again to exit at once; %q continues)", continueWith)
+		if !view.notify(msg) {
+			fmt.Fprintln(c.stderr, "\n"+msg)
+		}
 		cancel()
 		if _, ok := <-sigs; ok {
-			fmt.Fprintln(c.stderr, "Exiting at once.")
+			if !view.leave("Exiting at once.") {
+				fmt.Fprintln(c.stderr, "Exiting at once.")
+			}
 			os.Exit(ExitInterrupted)
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
+	"github.com/flowdev/flow/engine/live"
 )
 
 func (c *CLI) runsCmd() *cobra.Command {
@@ -20,7 +21,11 @@ func (c *CLI) runsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := engine.NewSession(c.state(), c.reg).Runs()
 			if errors.As(err, new(*engine.BusyError)) {
-				return failf(ExitInvalid, "%s is in use by a running flow; see \"flow status\"", c.state())
+				// A walk holds the file: its process reads it for us.
+				runs = nil
+				if err = retryLive(func() error { return live.Runs(c.state(), &runs) }); err != nil {
+					return c.liveFailed(err)
+				}
 			}
 			if err != nil {
 				return c.refused(err)

@@ -31,7 +31,8 @@ type observer struct {
 	began       time.Time
 }
 
-func (o *observer) Held(path string) func() {
+func (o *observer) Held(path string, r engine.Reader) func() {
+	o.src.hold(r)
 	stop, err := live.Serve(path, &o.src)
 	if err != nil {
 		o.cli.logger(nil).Warn("flow status from another terminal will not work", "error", err)
@@ -68,7 +69,7 @@ func (c *CLI) printStart(s engine.Start, parallelism int) {
 	}
 	verb := map[engine.StartKind]string{engine.NewRun: "Starting", engine.ResumedRun: "Resuming",
 		engine.FromCheckpoints: fmt.Sprintf("From the checkpoints of run %d, starting", s.From)}[s.Kind]
-	fmt.Fprintf(c.stdout, "%s run %d of %s: %d task instances, parallelism %d\n", verb, run.ID, flow, s.Instances, parallelism)
+	fmt.Fprintf(c.stdout, "%s run %d of %s: %s, parallelism %d\n", verb, run.ID, flow, count(s.Instances, "task instance"), parallelism)
 }
 
 // refused maps why a session walked nothing to its message and exit code.
@@ -91,19 +92,24 @@ func (c *CLI) refused(err error) error {
 	case errors.As(err, &place) && place.Moved:
 		return failf(ExitInvalid, "%v", place)
 	case errors.As(err, &place):
-		return failf(ExitInvalid, "%v; if the flow moved, give its new place with --flow PATH (its working directory is taken from there when the old one is gone)", place)
+		again := "flow " + c.command
+		if c.command == "plan" {
+			again = "flow plan --destroy" // only a plan of a destroy reads the run's flow
+		}
+		return failf(ExitInvalid, "%v; if the flow moved, give its new place with --flow PATH, as in %q (its working directory is taken from there when the old one is gone)",
+			place, c.commandHint(again)+" --flow PATH")
 	case errors.As(err, &noRuns) && noRuns.Op == "resume":
-		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with \"flow run PATH\"", noRuns.Path)
+		return failf(ExitInvalid, "nothing to resume in %s: there are no runs yet; start one with %q", noRuns.Path, c.commandHint("flow run", "PATH"))
 	case errors.As(err, &noRuns) && noRuns.Op == "destroy":
 		return failf(ExitInvalid, "nothing to destroy in %s: there are no runs", noRuns.Path)
 	case errors.As(err, &noRuns):
 		return failf(ExitInvalid, "no runs in %s yet", noRuns.Path)
 	case errors.As(err, &unfin) && unfin.Latest.Destroys != 0:
-		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with \"flow destroy\"",
-			unfin.Latest.ID, unfin.Latest.Destroys, unfin.Status)
+		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with %q",
+			unfin.Latest.ID, unfin.Latest.Destroys, unfin.Status, c.commandHint("flow destroy"))
 	case errors.As(err, &unfin):
-		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with \"flow resume\" or start over with \"flow run --new\"",
-			unfin.Latest.ID, unfin.Latest.Flow, unfin.Status)
+		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with %q or start over with %q",
+			unfin.Latest.ID, unfin.Latest.Flow, unfin.Status, c.commandHint("flow resume"), c.commandHint("flow run --new", c.hintFlow(unfin.Latest.Flow)))
 	case errors.As(err, &nothing):
 		c.printNothing(nothing)
 		return nil
@@ -118,8 +124,8 @@ func (c *CLI) printNothing(e *engine.NothingToDoError) {
 	case e.Op == "destroy":
 		fmt.Fprintf(c.stdout, "Nothing to destroy: run %d was destroyed by run %d.\n", l.Destroys, l.ID)
 	case l.Destroys != 0:
-		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with \"flow run %s\".\n", l.ID, l.Destroys, displayPath(l.Flow))
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with %q.\n", l.ID, l.Destroys, c.commandHint("flow run", c.hintFlow(l.Flow)))
 	default:
-		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with \"flow run %s\".\n", l.ID, displayPath(l.Flow))
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with %q.\n", l.ID, c.commandHint("flow run", c.hintFlow(l.Flow)))
 	}
 }

@@ -25,16 +25,21 @@ var stateCommands = map[string]bool{"run": true, "plan": true, "resume": true, "
 // directory's), so two flows in one directory never share a state file; else the one
 // state file in .flow, naming the choices when there are several.
 func (c *CLI) resolveState(cmd *cobra.Command, args []string) error {
+	c.command = cmd.Name()
+	if flowArgCommands[cmd.Name()] && len(args) > 0 {
+		c.flowArg = args[0]
+	}
 	switch {
 	case !stateCommands[cmd.Name()]:
 		return nil
 	case c.statePath != "":
-		c.resolved = c.statePath
+		c.resolved, c.stateFrom = c.statePath, stateFlag
 	case os.Getenv("FLOW_STATE") != "":
-		c.resolved = os.Getenv("FLOW_STATE")
-	case flowArgCommands[cmd.Name()] && len(args) > 0:
-		c.resolved = defaultState(args[0])
+		c.resolved, c.stateFrom = os.Getenv("FLOW_STATE"), stateEnv
+	case c.flowArg != "":
+		c.resolved, c.stateFrom = defaultState(c.flowArg), stateNamed
 	default:
+		c.stateFrom = stateFound
 		found, _ := filepath.Glob(filepath.Join(stateDir, "*.db"))
 		sort.Strings(found)
 		switch len(found) {
@@ -49,6 +54,16 @@ func (c *CLI) resolveState(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// stateSource is where resolveState found the state file.
+type stateSource int
+
+const (
+	stateFound stateSource = iota // the one file in .flow (or none yet)
+	stateFlag                     // --state
+	stateEnv                      // $FLOW_STATE
+	stateNamed                    // .flow/NAME.db, named after the flow given to run or plan
+)
 
 // defaultState is the state file named after the flow at path: .flow/NAME.db.
 func defaultState(path string) string {

@@ -56,7 +56,7 @@ func (c *CLI) summary(run *engine.RunRecord, res *engine.Result, runner engine.P
 	if run.Status == engine.Pending {
 		fmt.Fprintf(w, "The instances --target left out have not run: the run is unfinished; %q runs them.\n", hint)
 	} else if res.Status != engine.Succeeded {
-		fmt.Fprintf(w, "Continue with %q; see \"flow status\" and \"flow logs ADDRESS\".\n", hint)
+		fmt.Fprintf(w, "Continue with %q; see %q and %q.\n", hint, c.commandHint("flow status"), c.commandHint("flow logs", "ADDRESS"))
 	}
 }
 

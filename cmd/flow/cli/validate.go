@@ -89,7 +89,7 @@ before its secrets are at hand.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "%s is valid: %d tasks, %d instances.\n", args[0], len(l.Flow.Tasks), len(l.Plan.Order))
+			fmt.Fprintf(c.stdout, "%s is valid: %s, %s.\n", args[0], count(len(l.Flow.Tasks), "task"), count(len(l.Plan.Order), "instance"))
 			return nil
 		},
 	}

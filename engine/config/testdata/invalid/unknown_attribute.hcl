@@ -1,6 +1,7 @@
-# Attributes and blocks a task type does not have, reported by HCL itself.
+# Attributes and blocks a task type does not have, reported by HCL itself, and in the
+# same pass what the task then lacks.
 
-task "exec" "a" {
+task "exec" "a" { # ERROR: exec.a: command: one of command or script is required
   comand = ["true"] # ERROR: Unsupported argument # ERROR: Did you mean "command"?
   retri { # ERROR: Unsupported block type
     attempts = 2
