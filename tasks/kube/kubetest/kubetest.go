@@ -94,6 +94,8 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager's service-account token
 	// controllers, which karmadactl join needs.
 	ControllerManager bool
+	// APIServerArgs are further kube-apiserver flags, kept by RestartAPIServer.
+	APIServerArgs []string
 }
 
 // Start runs etcd and a kube-apiserver on free loopback ports and waits until
@@ -121,13 +123,13 @@ func Start(t testing.TB, opts Options) *Server {
 		"--initial-cluster", "default=http://127.0.0.1:"+ports[1])
 
 	certDir := filepath.Join(dir, "certs")
-	s.apiserver = startProcess(t, dir, "kube-apiserver", apiserver,
-		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port="+ports[2],
-		"--etcd-servers="+etcdURL, "--cert-dir="+certDir,
-		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
+	s.apiserver = startProcess(t, dir, "kube-apiserver", apiserver, append([]string{
+		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + ports[2],
+		"--etcd-servers=" + etcdURL, "--cert-dir=" + certDir,
+		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+s.SAKey,
-		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.96.0.0/16")
+		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + s.SAKey,
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.96.0.0/16"}, opts.APIServerArgs...)...)
 	s.URL = "https://127.0.0.1:" + ports[2]
 	s.CAFile = filepath.Join(certDir, "apiserver.crt")
 	s.waitReady(t)
