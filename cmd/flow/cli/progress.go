@@ -138,22 +138,27 @@ func (v *liveView) close() {
 // reports false when there is no view to show it (nil, or not started): print it
 // elsewhere.
 func (v *liveView) notify(text string) bool {
-	if v == nil {
-		return false
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.runner == nil {
-		return false
-	}
-	v.notice = text
-	v.redraw(nil)
-	return true
+	return v.drawing(func() {
+		v.notice = text
+		v.redraw(nil)
+	})
 }
 
 // leave removes the view and writes its notice and then text, for a process that
 // exits at once: the screen keeps both, and no half-drawn view.
 func (v *liveView) leave(text string) bool {
+	return v.drawing(func() {
+		v.erase()
+		if v.notice != "" {
+			fmt.Fprintln(v.out, v.notice)
+		}
+		fmt.Fprintln(v.out, text)
+		v.runner, v.notice = nil, "" // nothing more to draw
+	})
+}
+
+// drawing calls f under the view's lock if the view is drawn, and reports whether it was.
+func (v *liveView) drawing(f func()) bool {
 	if v == nil {
 		return false
 	}
@@ -162,12 +167,7 @@ func (v *liveView) leave(text string) bool {
 	if v.runner == nil {
 		return false
 	}
-	v.erase()
-	if v.notice != "" {
-		fmt.Fprintln(v.out, v.notice)
-	}
-	fmt.Fprintln(v.out, text)
-	v.runner, v.notice = nil, "" // nothing more to draw
+	f()
 	return true
 }
 
