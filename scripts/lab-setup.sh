@@ -28,7 +28,16 @@ start_daemon() {
   [ "$(id -u)" = 0 ] || fail "the LXD daemon is not running and starting it needs root"
   echo "lab-setup: starting lxd (log: /var/log/lxd-daemon.log)"
   # No systemd on these machines: the daemon runs in its own session and outlives us.
-  setsid lxd --group root </dev/null >>/var/log/lxd-daemon.log 2>&1 &
+  # It gets no descriptor of ours beyond 0-2: a caller's lock (flock /tmp/flow-lxd.lock
+  # make fault-lxd, whose test restarts the daemon through this script) would otherwise
+  # be held by the daemon for as long as it lives.
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec setsid lxd --group root </dev/null >>/var/log/lxd-daemon.log 2>&1
+  ) &
   lxd waitready --timeout 60 || fail "lxd did not become ready; see /var/log/lxd-daemon.log"
 }
 

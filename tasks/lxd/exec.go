@@ -113,6 +113,18 @@ func (e *Exec) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	}
 	stdout, stderr := output.NewStdoutCapture(env.Stdout, e.SensitiveStdout), output.NewCapture(env.Stderr)
 	run, err := startExec(srv, e.Remote, e.Instance, e.request(), e.Stdin, stdout, stderr)
+	if isNotRunning(err) {
+		// An instance that went down while the daemon restarted is started again;
+		// one stopped through LXD is the user's doing and fails the task.
+		started, serr := startIfLeftRunning(ctx, srv, e.Remote, e.Instance, env)
+		switch {
+		case serr != nil:
+			return nil, fmt.Errorf("exec in %q: instance is not running: %w", e.Instance, serr)
+		case !started:
+			return nil, fmt.Errorf("exec in %q: instance is not running (it was stopped through LXD)", e.Instance)
+		}
+		run, err = startExec(srv, e.Remote, e.Instance, e.request(), e.Stdin, stdout, stderr)
+	}
 	if isNotFound(err) {
 		return nil, fmt.Errorf("exec in %q: instance not found", e.Instance)
 	}

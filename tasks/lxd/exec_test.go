@@ -259,3 +259,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// TestExecStartsInstanceLeftRunning: an instance that is stopped although LXD last
+// recorded it running (volatile.last_state.power RUNNING, what a container that went
+// down while the daemon was killed keeps) is started and the command runs; one
+// stopped through LXD (the record says STOPPED) is not started, and the task fails.
+func TestExecStartsInstanceLeftRunning(t *testing.T) {
+	inst := launchTestInstance(t)
+	lxc(t, "stop", "--force", inst)
+	lxc(t, "config", "set", inst, "volatile.last_state.power", "RUNNING")
+	out, printed := mustValidateAndRun(t, &Exec{Instance: inst, Script: "echo ran"})
+	if got := outStr(t, out, "stdout"); got != "ran" {
+		t.Errorf("stdout = %q, want ran", got)
+	}
+	wantContains(t, "printed", printed, `instance "`+inst+`" is stopped, but LXD last recorded it running`)
+	if state := strings.TrimSpace(lxcGet(t, "list", inst, "-c", "s", "-f", "csv")); state != "RUNNING" {
+		t.Errorf("instance is %s after the exec, want RUNNING", state)
+	}
+
+	lxc(t, "stop", "--force", inst)
+	wantRunError(t, &Exec{Instance: inst, Script: "echo ran"}, `exec in "`+inst+`": instance is not running (it was stopped through LXD)`)
+	if state := strings.TrimSpace(lxcGet(t, "list", inst, "-c", "s", "-f", "csv")); state != "STOPPED" {
+		t.Errorf("an instance stopped through LXD is %s after the exec, want STOPPED", state)
+	}
+}

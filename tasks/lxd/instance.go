@@ -2,14 +2,17 @@ package lxd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/internal/output"
 )
 
@@ -64,4 +67,47 @@ func globalAddresses(state *api.InstanceState) (ipv4, ipv6 cty.Value) {
 	sort.Strings(v4)
 	sort.Strings(v6)
 	return output.StringList(v4), output.StringList(v6)
+}
+
+// errLeftStopped is what a task meets when its instance is stopped although LXD's
+// own record says it was last running: it went down while the daemon was not there
+// to record the stop (a daemon restart). A transient fault: the task runs again and
+// starts it (startIfLeftRunning).
+var errLeftStopped = errors.New("instance stopped while LXD was away")
+
+// leftRunning reports whether a stopped instance is one LXD last recorded running
+// (volatile.last_state.power RUNNING): nobody stopped it through LXD, which records
+// every stop it makes or sees. LXD itself starts such instances when it starts,
+// but only then, in the background, and not one that goes down after that.
+func leftRunning(inst *api.Instance) bool {
+	return inst.StatusCode == api.Stopped && inst.Config["volatile.last_state.power"] == "RUNNING"
+}
+
+// startIfLeftRunning starts the instance when it is stopped and leftRunning, and
+// reports whether it did; an instance stopped through LXD is left alone. A start
+// that meets the instance already running (LXD's own start at start-up won the
+// race) counts as done.
+func startIfLeftRunning(ctx context.Context, srv lxdclient.InstanceServer, remote map[string]string, name string, env *tasks.Env) (bool, error) {
+	if err := settleInstance(ctx, srv, name); err != nil {
+		return false, err
+	}
+	inst, _, err := srv.GetInstance(name)
+	if err != nil {
+		return false, fmt.Errorf("get instance: %w", err)
+	}
+	if !leftRunning(inst) {
+		return false, nil
+	}
+	fmt.Fprintf(env.Stdout, "instance %q is stopped, but LXD last recorded it running (it went down while the daemon was away): starting it\n", name)
+	if err := changeInstanceState(ctx, srv, remote, name, "start"); err != nil {
+		if state, _, serr := srv.GetInstanceState(name); serr != nil || state.StatusCode != api.Running {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// isNotRunning reports whether err is LXD's refusal to act on a stopped instance.
+func isNotRunning(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Instance is not running")
 }

@@ -147,6 +147,11 @@ func (l *Launch) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 		return nil, fmt.Errorf("launch %q: get state: %w", l.Name, err)
 	}
 	if state.StatusCode != api.Running {
+		// Stopped behind the daemon's back after it started (a daemon restart):
+		// run again, and ensureRunning starts it. Any other state is an error.
+		if inst, _, gerr := srv.GetInstance(l.Name); gerr == nil && leftRunning(inst) {
+			return nil, fmt.Errorf("launch %q: instance is %s after start: %w", l.Name, state.Status, errLeftStopped)
+		}
 		return nil, fmt.Errorf("launch %q: instance is %s after start, want Running", l.Name, state.Status)
 	}
 	ipv4, ipv6 := globalAddresses(state)

@@ -36,6 +36,8 @@ func transientFault(err error) string {
 		return "exec killed when its LXD connection dropped"
 	case errors.Is(err, errOperationLost):
 		return "operation lost (LXD restarted)"
+	case errors.Is(err, errLeftStopped):
+		return "instance stopped while LXD was away"
 	}
 	return tasks.TransientFault(err)
 }
