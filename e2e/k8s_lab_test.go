@@ -74,6 +74,7 @@ func TestK8sLabKillAndResume(t *testing.T) {
 	var state string // the latest trial's: flow destroy undoes its run
 	for trial := 1; trial <= k8sLabTrials; trial++ {
 		events.reset()
+		clusters := watchKarmadaClusters(t, configDir)
 		state = filepath.Join(t.TempDir(), fmt.Sprintf("k8s-lab-%d.db", trial))
 		args := []string{"run", lab, "--var", "config_dir=" + configDir, "--state", state}
 		if trial <= len(k8sLabKillInside) {
@@ -86,10 +87,13 @@ func TestK8sLabKillAndResume(t *testing.T) {
 				destroyLab(t, tag, root, state)
 				checkK8sLabGone(t, srv, configDir)
 				events.reset()
+				clusters.stop()
+				clusters = watchKarmadaClusters(t, configDir)
 			})
 		}
 		checkK8sLab(t, srv, trial, configDir, events.reset())
 		checkKarmadaOnK8sLab(t, configDir)
+		clusters.check(t, trial)
 		if trial < k8sLabTrials {
 			destroyLab(t, tag, root, state)
 			checkK8sLabGone(t, srv, configDir)
