@@ -55,12 +55,14 @@ func socketName(statePath string) string {
 	return "@flow-" + hex.EncodeToString(sum[:12])
 }
 
-// Serve answers status and log requests for statePath until stop is called.
+// Serve answers status and log requests for statePath until stop is called, to
+// processes of the same user (or root) only.
 func Serve(statePath string, src Source) (stop func(), err error) {
 	ln, err := net.Listen("unix", socketName(statePath))
 	if err != nil {
 		return nil, fmt.Errorf("listen for status requests: %w", err)
 	}
+	ln = newOwnerOnly(ln)
 	mux := http.NewServeMux()
 	answer := func(w http.ResponseWriter, v any, err error) {
 		if err != nil {
