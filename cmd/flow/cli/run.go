@@ -94,10 +94,13 @@ func (c *CLI) resumeCmd() *cobra.Command {
 		Short: "Continue the latest unfinished run without redoing what succeeded",
 		Long: `Continue the latest run in the state file that did not succeed, in the directory the
 run was started in, wherever resume is called from. The flow is read again from the
-path the run was started with (--flow PATH: from where it moved): an instance that succeeded is skipped, with its
-recorded outputs restored, unless its evaluated inputs changed (then it runs again, and
-the output says which inputs). Everything else runs. Variables keep their recorded values
-unless set again; sensitive variables are never recorded and must be given again.`,
+path the run was started with (--flow PATH: from where it moved). An instance that
+succeeded is skipped, with its recorded outputs restored, unless its evaluated inputs
+changed (then it runs again, and the output says which inputs) or a refresh finds its
+object drifted (an instance stopped, a file removed; --refresh=false trusts the
+records). Everything else runs. Variables keep their recorded values unless set again
+(one that took its default takes the flow's default as it is now); sensitive
+variables are never recorded and must be given again.`,
 		Example: `  flow resume
   flow resume --parallelism 4
   flow resume --var token=$TOKEN    # sensitive variables are not stored
