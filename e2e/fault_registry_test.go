@@ -290,6 +290,25 @@ func (r *registryProcess) logLine(gen int, line string) {
 	}
 }
 
+// registryAttempts bounds how often one trial is made: again only when a kill left
+// the registry's storage corrupt (see corruptedLink).
+const registryAttempts = 3
+
+// corruptedLink reports whether the registry answered a request with "invalid checksum
+// digest format": a kill while distribution's filesystem driver rewrote a blob's link
+// file in a repository left it empty, and the registry answers every HEAD of that blob
+// with 500 until the blob is pushed again.
+func (r *registryProcess) corruptedLink() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, line := range r.log {
+		if strings.Contains(line, "invalid checksum digest format") {
+			return true
+		}
+	}
+	return false
+}
+
 // manifestsWritten is the number of distinct manifests written so far.
 func (r *registryProcess) manifestsWritten() int {
 	r.mu.Lock()
@@ -350,7 +369,7 @@ func TestFaultRegistryRestart(t *testing.T) {
 	src := newRegistryServer(t, false)
 	groups := mirrorSetup(t, src)
 	tag := newTag(t)
-	for trial := 1; trial <= registryTrials; trial++ {
+	for trial, attempt := 1, 1; trial <= registryTrials; trial++ {
 		secret := trial%2 == 1
 		dst := startRegistryProcess(t, secret)
 		dir := t.TempDir()
@@ -387,6 +406,15 @@ func TestFaultRegistryRestart(t *testing.T) {
 			t.Fatalf("%s: the run did not finish in 2m\n%s", name, p.describe())
 		}
 		r := result{code: p.code(), stdout: p.stdout.String(), stderr: p.stderr.String(), desc: p.describe()}
+		if r.code != 0 && dst.corruptedLink() && attempt < registryAttempts {
+			// The registry's own fault, which no client sees past (docs/reliability.md):
+			// the trial proves nothing about flow; it is made again at new moments.
+			t.Logf("%s: the kill left the registry a blob link it cannot read (\"invalid checksum digest format\"); the trial again, at other moments", name)
+			dst.kill(t)
+			trial, attempt = trial-1, attempt+1
+			continue
+		}
+		attempt = 1
 		checkRunWhole(t, name, r, tag, dir, state)
 		for _, paths := range groups {
 			for _, path := range paths {
