@@ -147,9 +147,12 @@ func startUntilMarkerC(t *testing.T, tag, dir string) *proc {
 	t.Helper()
 	p := start(t, tag, dir, "run", "flow.hcl", "--state", "s.db", "--var", "slow=60s")
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(readFileOr(filepath.Join(dir, "writes.log")), "out-c.txt") {
+	// Marker a (which prints the secret) finished too: on a loaded machine it may start
+	// after c has written.
+	for !strings.Contains(readFileOr(filepath.Join(dir, "writes.log")), "out-c.txt") ||
+		!strings.Contains(p.stdout.String(), `marker.m["a"]: succeeded`) {
 		if time.Now().After(deadline) || p.exited() {
-			t.Fatalf("marker c never wrote its file\n%s", p.describe())
+			t.Fatalf("marker c never wrote its file, or marker a never finished\n%s", p.describe())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
