@@ -223,8 +223,27 @@ func (p *proc) signaled() bool {
 	return ok && ws.Signaled()
 }
 
+// describe is p's command line and output for a failure message. The lines that say
+// what failed come first: a long output may be cut in the middle where CI prints it.
 func (p *proc) describe() string {
-	return fmt.Sprintf("flow %s\n--- stdout ---\n%s--- stderr ---\n%s", strings.Join(p.args, " "), p.stdout.String(), p.stderr.String())
+	out, errOut := p.stdout.String(), p.stderr.String()
+	return fmt.Sprintf("flow %s\n%s--- stdout ---\n%s--- stderr ---\n%s", strings.Join(p.args, " "), failureLines(out+errOut), out, errOut)
+}
+
+// failureLines are the lines of out that report a failure, under a heading, or "" when
+// there are none.
+func failureLines(out string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		l := strings.ToLower(line)
+		if strings.Contains(l, "failed") || strings.Contains(l, "error") || strings.Contains(l, "skipped") {
+			b.WriteString(line + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "--- failures ---\n" + b.String()
 }
 
 // result is a finished flow command.
