@@ -250,6 +250,7 @@ func mergeEnv(base []string, add map[string]string) []string {
 // pushImage pushes img to tag unless the registry already has it there.
 func pushImage(ctx context.Context, s *sessions, tag name.Tag, img v1.Image, digest v1.Hash, env *tasks.Env) error {
 	reg := tag.Context().Registry
+	ctx = forWrite(ctx)
 	sess, err := s.get(reg)
 	if err != nil {
 		return fmt.Errorf("push %q: registry %q: %w", tag, reg.RegistryStr(), describe(err))

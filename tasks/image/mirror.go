@@ -46,8 +46,11 @@ REGISTRY/PREFIX/karmada-scheduler:v1.13.0, the layout karmadactl init
 
 With platforms set, a multi-platform index is copied with only the matching manifests, so
 its digest at the target differs from the source's (an index whose manifests all match is
-copied as it is); single-platform images are copied as they are. Requests answered 408, 429 or 5xx are retried with exponential backoff, waiting
-at least as long as a Retry-After header asks. Credentials come from the Docker config
+copied as it is); single-platform images are copied as they are. Requests answered 408,
+429 or 5xx are retried with exponential backoff, waiting at least as long as a Retry-After
+header asks. A HEAD on the target still answered 5xx after the retries is taken as
+"absent", and the blob or manifest is written again: a registry killed while it wrote can
+answer 500 for what it holds until then. Credentials come from the Docker config
 (~/.docker/config.json and credential helpers). An image that fails does not stop the
 others; the task fails after all have been tried, naming each failed image.`,
 		New: func() tasks.Task { return &Mirror{} },

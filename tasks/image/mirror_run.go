@@ -165,7 +165,7 @@ func (r *mirrorRun) mirror(ctx context.Context, p mirrorPair) (v1.Hash, bool, er
 		return v1.Hash{}, false, fmt.Errorf("target registry %q: %w", dstReg.RegistryStr(), describe(err))
 	}
 	target := targetRef(p, want)
-	got, err := dst.puller.Head(ctx, target)
+	got, err := dst.puller.Head(forWrite(ctx), target)
 	switch {
 	case err == nil && got.Digest == want:
 		return want, false, nil
@@ -257,7 +257,7 @@ func (r *mirrorRun) copy(ctx context.Context, src, dst *session, p mirrorPair, t
 	if err != nil {
 		return err
 	}
-	if err := dst.pusher.Push(ctx, target, taggable); err != nil {
+	if err := dst.pusher.Push(forWrite(ctx), target, taggable); err != nil {
 		return err
 	}
 	r.homes.settle(pending, p.target)

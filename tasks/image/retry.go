@@ -54,7 +54,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := t.inner.RoundTrip(req)
 		if !replayable || attempt >= t.policy.attempts || !transient(req.Context(), resp, err) || !safeToRepeat(req, err) {
-			return resp, err
+			return absentOnServerError(req, resp, t.log), err
 		}
 		wait := t.policy.backoff(attempt)
 		fault := tasks.TransientFault(err)
