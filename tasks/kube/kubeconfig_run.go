@@ -87,15 +87,8 @@ func (k *Kubeconfig) load() (*clientcmdapi.Config, error) {
 // sameFile reports whether path holds exactly data, and then makes sure its mode
 // is 0600 without touching its contents.
 func sameFile(path string, data []byte) (bool, error) {
-	old, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read existing file: %w", err)
-	}
-	if !bytes.Equal(old, data) {
-		return false, nil
+	if drift, err := fileDrift(path, data); err != nil || drift != "" {
+		return false, err
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
