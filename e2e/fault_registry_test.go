@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
@@ -487,18 +486,8 @@ func TestMirrorRepairsEmptiedLinks(t *testing.T) {
 	src := newRegistryServer(t, false)
 	groups := map[string][]string{}
 	for i := range 2 {
-		img, err := random.Image(32<<10, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
 		path := fmt.Sprintf("lab/links%d:v1", i)
-		ref, err := name.ParseReference(src.host + "/" + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatalf("push %s: %v", path, err)
-		}
+		pushRandomImage(t, src.host, path)
 		groups["g"] = append(groups["g"], path)
 	}
 	dst := startRegistryProcess(t, false)

@@ -106,22 +106,28 @@ func mirrorSetup(t *testing.T, src *registryServer) map[string][]string {
 	t.Helper()
 	groups := map[string][]string{}
 	for i := range mirrorImages {
-		img, err := random.Image(32<<10, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
 		path := fmt.Sprintf("lab/app%02d:v1", i)
-		ref, err := name.ParseReference(src.host + "/" + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatalf("push %s: %v", ref, err)
-		}
+		pushRandomImage(t, src.host, path)
 		g := fmt.Sprintf("g%d", i%mirrorGroups)
 		groups[g] = append(groups[g], path)
 	}
 	return groups
+}
+
+// pushRandomImage pushes a random image of two 32 KiB layers to host/path.
+func pushRandomImage(t *testing.T, host, path string) {
+	t.Helper()
+	img, err := random.Image(32<<10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host + "/" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
 }
 
 // hclGroups renders groups as an HCL object for --var.
