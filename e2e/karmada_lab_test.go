@@ -49,6 +49,7 @@ func TestKarmadaLocalLabKillAndResume(t *testing.T) {
 	}
 	lab := filepath.Join(root, "flows", "karmada-local-lab.hcl")
 	configDir := filepath.Join(t.TempDir(), "karmada")
+	logProcessLogsOnFailure(t, filepath.Join(configDir, "run"))
 	tag := newTag(t)
 	clearLabs(t, tag, root) // the other labs use the same member names and ports
 
@@ -238,4 +239,24 @@ func karmadaManaged(marks map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// logProcessLogsOnFailure logs, when t fails, the last lines of every log file in dir:
+// the control plane's processes write there, and a failed task's message seldom says
+// why the process behind it misbehaved.
+func logProcessLogsOnFailure(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, name := range logs {
+			data, err := os.ReadFile(name)
+			if err != nil {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			t.Logf("%s (last 15 lines):\n%s", filepath.Base(name), strings.Join(lastN(lines, 15), "\n"))
+		}
+	})
 }
