@@ -180,7 +180,7 @@ func TestDoubleInterrupt(t *testing.T) {
 	p, tag, dir, state, marks := sleeperRun(t, "--var", "ignore_term=true")
 
 	p.signal(t, syscall.SIGINT)
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(8 * time.Second)
 	for !strings.Contains(p.stderr.String(), "Interrupting") && !p.exited() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -188,7 +188,7 @@ func TestDoubleInterrupt(t *testing.T) {
 		t.Fatalf("flow exited after one SIGINT although its task ignores SIGTERM\n%s", p.describe())
 	}
 	if !strings.Contains(p.stderr.String(), "Interrupting") {
-		t.Fatalf("flow did not acknowledge SIGINT within 3s\n%s", p.describe())
+		t.Fatalf("flow did not acknowledge SIGINT within 8s\n%s", p.describe())
 	}
 	// The command it names continues the same state file when copied.
 	if want := fmt.Sprintf("%q continues", "flow resume --state "+state); !strings.Contains(p.stderr.String(), want) {
@@ -201,15 +201,17 @@ func TestDoubleInterrupt(t *testing.T) {
 
 	sent := time.Now()
 	p.signal(t, syscall.SIGINT)
-	if !p.wait(3 * time.Second) {
-		t.Fatalf("flow did not exit within 3s of the second SIGINT\n%s", p.describe())
+	if !p.wait(8 * time.Second) {
+		t.Fatalf("flow did not exit within 8s of the second SIGINT\n%s", p.describe())
 	}
 	took := time.Since(sent)
 	t.Logf("second SIGINT: flow exited %d after %s", p.code(), took.Round(time.Millisecond))
 	if p.code() != 130 {
 		t.Errorf("flow exited %d after the second SIGINT, want 130\n%s", p.code(), p.describe())
 	}
-	if took > 2*time.Second { // "at once", as opposed to the 10s grace period of the first
+	// "At once", as opposed to the 10 s grace period of the first; the bound is half of
+	// it so that a loaded machine's delay is not mistaken for the grace period.
+	if took > 5*time.Second {
 		t.Errorf("flow took %s to exit after the second SIGINT, want at once", took)
 	}
 	if !strings.Contains(p.stderr.String(), "Exiting at once") {
