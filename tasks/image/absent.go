@@ -19,8 +19,9 @@ func forWrite(ctx context.Context) context.Context {
 }
 
 // absentOnServerError turns resp, the last answer to req after every retry, into a
-// 404 when req is a HEAD on the write side that the registry kept answering with a
-// server error; any other resp is returned as it is. A HEAD only asks whether the
+// 404 when req is a HEAD on the write side that the registry kept answering with 500;
+// any other resp is returned as it is. 502, 503 and 504 say the registry is not
+// there, not that its record is broken, so they stay errors. A HEAD only asks whether the
 // target already has a blob or a manifest, and writing it again is harmless: both
 // are addressed by content. The write also repairs a registry whose own record of
 // it is broken: distribution, SIGKILLed while it rewrote a link file, answers every
@@ -28,7 +29,7 @@ func forWrite(ctx context.Context) context.Context {
 // written again (docs/reliability.md). A registry that is down fails the write too,
 // and that error is reported.
 func absentOnServerError(req *http.Request, resp *http.Response, log io.Writer) *http.Response {
-	if resp == nil || resp.StatusCode < 500 || req.Method != http.MethodHead || req.Context().Value(writeSideKey{}) == nil {
+	if resp == nil || resp.StatusCode != http.StatusInternalServerError || req.Method != http.MethodHead || req.Context().Value(writeSideKey{}) == nil {
 		return resp
 	}
 	if !strings.Contains(req.URL.Path, "/blobs/") && !strings.Contains(req.URL.Path, "/manifests/") {

@@ -48,7 +48,7 @@ With platforms set, a multi-platform index is copied with only the matching mani
 its digest at the target differs from the source's (an index whose manifests all match is
 copied as it is); single-platform images are copied as they are. Requests answered 408,
 429 or 5xx are retried with exponential backoff, waiting at least as long as a Retry-After
-header asks. A HEAD on the target still answered 5xx after the retries is taken as
+header asks. A HEAD on the target still answered 500 after the retries is taken as
 "absent", and the blob or manifest is written again: a registry killed while it wrote can
 answer 500 for what it holds until then. Credentials come from the Docker config
 (~/.docker/config.json and credential helpers). An image that fails does not stop the
