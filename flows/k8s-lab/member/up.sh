@@ -4,7 +4,8 @@
 # manager, the scheduler, the kubelet and kube-proxy (iptables). Each starts once, with a
 # pid file; a second call starts only what is not running, so it is safe to repeat after a
 # kill, and init calls it at boot. Readiness is the flow's business (wait_ready), not ours:
-# every component retries the API server until it answers.
+# every component retries the API server until it answers. The one wait here is for
+# containerd before the kubelet, which does not retry it (below).
 set -eu
 P=/var/lib/k8s/pki D=/var/lib/k8s R=/run/flow-member
 NODE_IP=10.1.0.1 SERVICE_CIDR=10.152.183.0/24 POD_CIDR=10.1.0.0/16 DNS_IP=10.152.183.10
@@ -113,6 +114,18 @@ authentication:
   x509: {clientCAFile: $P/ca.crt}
 authorization: {mode: Webhook}
 YAML
+# The kubelet's first call to the CRI fails at once when containerd does not answer yet, the
+# kubelet then exits, and nothing starts it again: on a loaded machine containerd was not
+# listening in time and the node never registered. So the kubelet waits for containerd.
+n=0
+until ctr --connect-timeout 1s version >/dev/null 2>&1; do
+  n=$((n + 1))
+  if [ "$n" -ge 60 ]; then
+    echo "containerd does not answer on /run/containerd/containerd.sock after 60 tries (log: /var/log/k8s/containerd.log)" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
 start kubelet kubelet --config=$D/kubelet.yaml --kubeconfig="$(kubeconfig kubelet)" \
   --hostname-override="$name" --node-ip=$NODE_IP
 
