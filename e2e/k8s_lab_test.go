@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,6 +69,7 @@ func TestK8sLabKillAndResume(t *testing.T) {
 	configDir := filepath.Join(t.TempDir(), "k8s-lab")
 	tag := newTag(t)
 	clearLabs(t, tag, root) // the other labs use the same member names and ports
+	logComponentLogsOnFailure(t, []string{"karmada-host", "member1", "member2", "member3"})
 
 	rng := seededRand(t, 0x8e5)
 	events := watchCreations(t, srv, k8sLabInstances)
@@ -243,4 +245,23 @@ func checkK8sLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir strin
 			t.Errorf("image %s (retain_on_destroy) was not kept: %v", alias, err)
 		}
 	}
+}
+
+// logComponentLogsOnFailure logs, when t fails, the last lines of each Kubernetes
+// component's log in the members that still exist: a node that never registers, or a
+// component that exited, says why only there.
+func logComponentLogsOnFailure(t *testing.T, members []string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, m := range members {
+			out, err := exec.Command("lxc", "exec", m, "--", "sh", "-c", "tail -n 5 /var/log/k8s/*.log").CombinedOutput()
+			if err != nil {
+				t.Logf("%s: no component logs (%v)", m, err)
+				continue
+			}
+			t.Logf("%s, the last lines of /var/log/k8s/*.log:\n%s", m, out)
+		}
+	})
 }
