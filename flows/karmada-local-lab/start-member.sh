@@ -20,6 +20,11 @@ start() { # start NAME COMMAND...: a detached process with a pid file, once
   echo "$name started (pid $!)"
 }
 
+supervise() { # supervise NAME COMMAND...: as start, but COMMAND is started again whenever it exits
+  name=$1; shift
+  start "$name" sh -c 'while :; do "$@"; echo "$0 exited ($?); starting it again in 2s"; sleep 2; done' "$name" "$@"
+}
+
 start etcd "$K/lib64/ld-linux-x86-64.so.2" --library-path "$K/lib" "$K/bin/etcd" \
   --data-dir "$D/etcd" --listen-client-urls http://127.0.0.1:2379 \
   --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
@@ -39,7 +44,10 @@ while [ ! -s "$D/certs/apiserver.crt" ]; do
   sleep 0.1
 done
 sh "$K/member-config.sh" "$(hostname)" >"$D/admin.kubeconfig"
-start kube-controller-manager "$K/bin/kube-controller-manager" --kubeconfig="$D/admin.kubeconfig" \
+# The controller manager exits when the API server is not healthy within 10 s of its own
+# start, which a loaded machine can miss; then no service-account token is ever issued
+# and karmadactl join fails. So it is started again.
+supervise kube-controller-manager "$K/bin/kube-controller-manager" --kubeconfig="$D/admin.kubeconfig" \
   --leader-elect=false --bind-address=127.0.0.1 --secure-port=0 \
   --controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,deployment-controller,replicaset-controller \
   --service-account-private-key-file="$D/creds/sa.key" --root-ca-file="$D/certs/apiserver.crt"

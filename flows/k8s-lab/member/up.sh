@@ -4,8 +4,8 @@
 # manager, the scheduler, the kubelet and kube-proxy (iptables). Each starts once, with a
 # pid file; a second call starts only what is not running, so it is safe to repeat after a
 # kill, and init calls it at boot. Readiness is the flow's business (wait_ready), not ours:
-# every component retries the API server until it answers. The one wait here is for
-# containerd before the kubelet, which does not retry it (below).
+# every component retries the API server until it answers, but two that exit instead: the
+# controller manager is started again whenever it exits, and the kubelet waits for containerd.
 set -eu
 P=/var/lib/k8s/pki D=/var/lib/k8s R=/run/flow-member
 NODE_IP=10.1.0.1 SERVICE_CIDR=10.152.183.0/24 POD_CIDR=10.1.0.0/16 DNS_IP=10.152.183.10
@@ -22,6 +22,12 @@ start() { # start NAME COMMAND...: a detached process with a pid file, once
   setsid "$@" </dev/null >>"/var/log/k8s/$n.log" 2>&1 &
   echo $! >"$R/$n.pid"
   echo "$n started (pid $!)"
+}
+
+supervise() { # supervise NAME COMMAND...: as start, but COMMAND is started again whenever it
+  # exits, as systemd restarts MicroK8s's services
+  n=$1; shift
+  start "$n" sh -c 'while :; do "$@"; echo "$0 exited ($?); starting it again in 2s"; sleep 2; done' "$n" "$@"
 }
 
 put() { # put FILE: writes stdin to FILE only when it differs, since kube-proxy exits when its
@@ -82,7 +88,9 @@ start kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=
   --kubelet-preferred-address-types=InternalIP,Hostname \
   --service-cluster-ip-range=$SERVICE_CIDR --service-node-port-range=30000-32767
 
-start kube-controller-manager kube-controller-manager --kubeconfig="$(kubeconfig kube-controller-manager)" \
+# The controller manager exits when the API server is not healthy within 10 s of its own
+# start; started together on a loaded machine, it is not. So it is started again.
+supervise kube-controller-manager kube-controller-manager --kubeconfig="$(kubeconfig kube-controller-manager)" \
   --leader-elect=false --bind-address=127.0.0.1 --use-service-account-credentials=true \
   --service-account-private-key-file=$P/sa.key --root-ca-file=$P/ca.crt \
   --cluster-signing-cert-file=$P/ca.crt --cluster-signing-key-file=$P/ca.key \
