@@ -116,9 +116,12 @@ func TestHTTPTimeout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, tt.handler)
 			w := tt.wait
-			w.Kind, w.URL, w.Interval, w.WaitTimeout = "http", srv.URL+"/", "50ms", "300ms"
+			w.Kind, w.URL, w.Interval = "http", srv.URL+"/", "50ms"
+			if w.WaitTimeout == "" {
+				w.WaitTimeout = "1s" // room for a loaded machine's first answer
+			}
 			out, _, err := run(context.Background(), t, &w)
-			want := "wait for " + srv.URL + "/: not ready after 300ms: last " + tt.wantLast
+			want := "wait for " + srv.URL + "/: not ready after 1s: last " + tt.wantLast
 			if err == nil || err.Error() != want {
 				t.Fatalf("Run error = %v, want %q", err, want)
 			}
@@ -164,8 +167,10 @@ func TestHTTPS(t *testing.T) {
 		wait    WaitReady
 		wantErr string // "" means ready
 	}{
-		{name: "verification fails", wait: WaitReady{},
-			wantErr: ": not ready after 300ms: last error: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
+		// 3 s, not 300 ms: a loaded machine took longer than 300 ms for the first
+		// handshake, and the wait then ended with "no answer" instead of the TLS error.
+		{name: "verification fails", wait: WaitReady{WaitTimeout: "3s"},
+			wantErr: ": not ready after 3s: last error: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
 		{name: "insecure", wait: WaitReady{Insecure: boolPtr(true)}},
 		{name: "ca_file", wait: WaitReady{CAFile: writeCA(t, srv)}},
 		{name: "ca_file missing", wait: WaitReady{CAFile: missing},
@@ -176,7 +181,10 @@ func TestHTTPS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := tt.wait
-			w.Kind, w.URL, w.Interval, w.WaitTimeout = "http", srv.URL+"/", "50ms", "300ms"
+			w.Kind, w.URL, w.Interval = "http", srv.URL+"/", "50ms"
+			if w.WaitTimeout == "" {
+				w.WaitTimeout = "300ms"
+			}
 			out, _, err := run(context.Background(), t, &w)
 			if tt.wantErr != "" {
 				if want := "wait for " + srv.URL + "/" + tt.wantErr; err == nil || err.Error() != want {
