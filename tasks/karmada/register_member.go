@@ -2,6 +2,7 @@ package karmada
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -90,7 +91,9 @@ through a pod-template annotation (flow.dev/karmada-kubeconfig-server); the
 kubeconfig, which holds the agent's client key, is never printed. The token is never printed: the
 command line and karmadactl's output are shown with it replaced by (sensitive).
 karmadactl takes the token only as a flag, so it is visible in the process list of
-the machine flow runs on while the command runs.`,
+the machine flow runs on while the command runs. A register that could not reach an
+API server ("Unable to connect to the server") is a transient fault: what it left on
+the member is removed and it runs again.`,
 		New: func() tasks.Task { return &Registration{} },
 		Outputs: []tasks.Output{
 			{Name: "cluster", Type: cty.String, Doc: "The member's name in Karmada, cluster_name.", Clean: true},
@@ -169,12 +172,24 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 	if err != nil {
 		return nil, fmt.Errorf("register %q: %w", r.ClusterName, err)
 	}
+	_, err = tasks.RetryTransient(ctx, env, unreachableFault, func() (struct{}, error) {
+		return struct{}{}, r.register(ctx, env, bin, client, host)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// register runs karmadactl register once, unless the member already runs a working
+// karmada-agent, after removing what an earlier, half-done register left.
+func (r *Registration) register(ctx context.Context, env *tasks.Env, bin binary, client dynamic.Interface, host string) error {
 	done, err := r.keepOrClean(ctx, env, client)
 	if err != nil {
-		return nil, fmt.Errorf("register %q: member cluster %s: %w", r.ClusterName, host, err)
+		return fmt.Errorf("register %q: member cluster %s: %w", r.ClusterName, host, err)
 	}
 	if done {
-		return out, nil
+		return nil
 	}
 	args := append(append([]string{"register", r.APIEndpoint}, registerFlags.args(r)...), r.ExtraArgs...)
 	fmt.Fprintln(env.Stdout, redact(strings.Join(append([]string{"karmadactl"}, args...), " "), r.Token))
@@ -186,18 +201,40 @@ func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, 
 			r.fixServerDuringRegister(ctx, env, registered)
 		}
 	}()
-	_, _, err = bin.run(ctx, env, args, stdout, stderr)
+	outText, errText, err := bin.run(ctx, env, args, stdout, stderr)
 	close(registered)
 	<-fixed
 	stdout.Close()
 	stderr.Close()
 	if err != nil {
-		return nil, fmt.Errorf("karmadactl register %q: %w", r.ClusterName, err)
+		err = fmt.Errorf("karmadactl register %q: %w", r.ClusterName, err)
+		if strings.Contains(outText+errText, unableToConnect) {
+			return unreachable{err}
+		}
+		return err
 	}
-	if err := r.ensureAgentServer(ctx, env); err != nil {
-		return nil, err
+	return r.ensureAgentServer(ctx, env)
+}
+
+// unableToConnect is what karmadactl prints when it cannot reach an API server.
+const unableToConnect = "Unable to connect to the server"
+
+// unreachable is a karmadactl register that could not reach an API server: CI saw
+// "Unable to connect to the server: EOF" from the Karmada API server just after
+// karmadactl init, behind its proxy device. It runs again after the next attempt's
+// keepOrClean has removed whatever it left on the member.
+type unreachable struct{ err error }
+
+func (u unreachable) Error() string { return u.err.Error() }
+func (u unreachable) Unwrap() error { return u.err }
+
+// unreachableFault is the tasks.Classifier of register attempts.
+func unreachableFault(err error) string {
+	var u unreachable
+	if errors.As(err, &u) {
+		return "karmadactl could not reach the API server"
 	}
-	return out, nil
+	return ""
 }
 
 // keepOrClean reports whether the member already runs a working karmada-agent (then

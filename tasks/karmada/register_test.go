@@ -254,3 +254,44 @@ func (s servers) testRegisterDestroy(t *testing.T) {
 		})
 	}
 }
+
+// A karmadactl register that cannot reach the API server ("Unable to connect to the
+// server: EOF", seen from Karmada's just after karmadactl init) runs again, and says
+// so; any other failure does not.
+func (s servers) testRegisterRetriesUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		name, firstFailure string
+		want               int // karmadactl register runs
+	}{
+		{"unreachable", "Unable to connect to the server: EOF", 2},
+		{"other failure", "error: token is not valid", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			script := `if [ -e "$0.tried" ]; then echo registered; else : >"$0.tried"; echo "` + c.firstFailure + `" >&2; exit 1; fi`
+			bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"register": script})
+			env, buf := taskstest.NewEnv(t)
+			reg := &Registration{Karmadactl: bin, APIEndpoint: "127.0.0.1:5443", Token: goodToken, CACertHash: "sha256:00",
+				ClusterName: "member6", Kubeconfig: s.member.Kubeconfig, Namespace: "kreg-retry-" + strings.ReplaceAll(c.name, " ", "-")}
+			_, err := reg.Run(t.Context(), env)
+			runs := 0
+			for _, sub := range subcommands(t, record) {
+				if sub == "register" {
+					runs++
+				}
+			}
+			if runs != c.want {
+				t.Errorf("karmadactl register ran %d times, want %d\n%s", runs, c.want, buf)
+			}
+			if c.want == 2 {
+				if err != nil {
+					t.Fatalf("%v\n%s", err, buf)
+				}
+				if !strings.Contains(buf.String(), "transient fault: karmadactl could not reach the API server; retry 1") {
+					t.Errorf("the retry was not reported:\n%s", buf)
+				}
+			} else if err == nil {
+				t.Errorf("Run succeeded after %q", c.firstFailure)
+			}
+		})
+	}
+}

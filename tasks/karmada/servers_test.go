@@ -51,6 +51,7 @@ func TestWithAPIServers(t *testing.T) {
 	t.Run("init destroy FakeKarmadactl", s.testInitDestroy)
 	t.Run("register already present FakeKarmadactl", s.testRegisterPresent)
 	t.Run("register half-done FakeKarmadactl", s.testRegisterHalfDone)
+	t.Run("register retries unreachable FakeKarmadactl", s.testRegisterRetriesUnreachable)
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
 	t.Run("register agent api endpoint FakeKarmadactl", s.testRegisterAgentEndpoint)
 	t.Run("register destroy FakeKarmadactl", s.testRegisterDestroy)
