@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/hashicorp/hcl/v2"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -254,10 +255,15 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		c.final[addr] = true
 		c.keepValue(addr, res.value)
 		c.upToDate++
-		c.update(addr, func(rec *state.Instance) {
-			*rec = *c.opts.Previous[addr]
+		prev := c.opts.Previous[addr]
+		rec := c.update(addr, func(rec *state.Instance) {
+			*rec = *prev
 			rec.Reason = "up to date: " + res.reason
+			rec.Deps, rec.DepsKnown = res.inst.Deps, true
 		})
+		if !prev.DepsKnown || !slices.Equal(prev.Deps, rec.Deps) { // the graph changed around it: this run's edges
+			c.commit.submit(rec, nil, false)
+		}
 		c.say("%s: up to date (%s)", addr, res.reason)
 		c.release(addr) // its record is already durable
 	case outcomeSucceeded:

@@ -108,6 +108,9 @@ func NewRunner(p *Plan, opts Options) *Runner {
 			rec = &cp
 		}
 		rec.Order = p.Instances[addr].order
+		if opts.Undo == nil { // what it waits for in this run, so the run's graph can be drawn (flow ui)
+			rec.Deps, rec.DepsKnown = p.Instances[addr].Deps, true
+		}
 		if p.orphans {
 			rec.Removed, rec.Order = true, -1
 		}
