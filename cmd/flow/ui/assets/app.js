@@ -192,7 +192,7 @@ function drawContainer(c, ox, oy, out) {
     if (k.kind === "container") { drawContainer(k, x, y, out); continue; }
     if (k.solo) {
       const inst = k.insts[0];
-      out.push(`<g class="group" data-task="${esc(k.id)}"><g class="inst solo" data-address="${esc(inst.address)}" data-status="${shownStatus(inst)}">` +
+      out.push(`<g class="group" data-task="${esc(k.id)}"><g class="inst solo" data-address="${esc(inst.address)}" data-status="${shownStatus(inst)}"${inst.removed ? " data-removed" : ""}>` +
         `<rect x="${x}" y="${y}" width="${k.w}" height="${k.h}" rx="4"/><text x="${x + 8}" y="${y + 17}">${esc(k.label)}</text>` +
         `<title>${esc(inst.address)}</title></g></g>`);
       continue;
@@ -201,7 +201,7 @@ function drawContainer(c, ox, oy, out) {
       `<text x="${x + 6}" y="${y + 14}">${esc(k.label)} ×${k.insts.length}</text>`);
     k.insts.forEach((inst, i) => {
       const cx = x + 4 + (i % k.cols) * CELL, cy = y + HEAD + Math.floor(i / k.cols) * CELL;
-      out.push(`<g class="inst" data-address="${esc(inst.address)}" data-status="${shownStatus(inst)}"><rect x="${cx}" y="${cy}" width="${CELL - 1}" height="${CELL - 1}" rx="2"/><title>${esc(inst.address)}</title></g>`);
+      out.push(`<g class="inst" data-address="${esc(inst.address)}" data-status="${shownStatus(inst)}"${inst.removed ? " data-removed" : ""}><rect x="${cx}" y="${cy}" width="${CELL - 1}" height="${CELL - 1}" rx="2"/><title>${esc(inst.address)}</title></g>`);
     });
     out.push("</g>");
   }
@@ -354,6 +354,7 @@ function showDetails(addr) {
     ["started", i.started_at || "-"], ["finished", i.finished_at || "-"], ["duration", dur], ["reason", i.reason || "-"],
     ["waited for", i.deps_known ? (i.deps && i.deps.length ? i.deps.join("\n") : "nothing") : "not recorded"]];
   if (i.error) fields.splice(1, 0, ["error", i.error]);
+  if (i.removed) fields.splice(1, 0, ["removed", "no longer in the flow: this run undid it (or kept it)"]);
   $("#d-fields").innerHTML = fields.map(([k, v]) => `<dt>${k}</dt><dd data-field="${k}">${esc(v)}</dd>`).join("");
   loadOutput();
 }
