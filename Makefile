@@ -107,7 +107,9 @@ lab-setup:
 	bash scripts/lab-setup.sh
 
 demo: build lab-setup
+	@echo "Watch the run in a browser: ./$(BIN) ui --state $(DEMO_STATE)   (then open http://127.0.0.1:8470/)"
 	./$(BIN) run flows/k8s-lab --new --state $(DEMO_STATE)
+	@echo "The run as a graph, a timeline and a history: ./$(BIN) ui --state $(DEMO_STATE)   (then open http://127.0.0.1:8470/)"
 
 demo-resume: build
 	./$(BIN) resume --state $(DEMO_STATE)

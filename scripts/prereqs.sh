@@ -21,6 +21,8 @@ need openssl openssl   # the Karmada local lab makes its keys and webhook certif
 # e2e's TestFaultRegistryRestart runs the labs' registry as a child process and kills it; it
 # starts its own, so the package's service (port 5000) is not started on install.
 APT_NO_SERVICE_START=1 need docker-registry docker-registry
+# flow ui's browser tests (e2e/ui_test.go, cmd/flow/ui's benchmark) drive Debian's chromium headless.
+need chromium chromium
 # The Python plugin (plugins/python) and its test run on Debian's gRPC for Python.
 /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null ||
   bash "$(dirname "$0")/apt-install.sh" python3-grpcio python3-protobuf ||

@@ -216,4 +216,3 @@ func uiDetail(run *engine.RunRecord, status engine.Status, recs []engine.Instanc
 	}
 	return d
 }
-

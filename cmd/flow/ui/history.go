@@ -15,8 +15,8 @@ type History struct {
 
 // TaskHistory is one task's duration across runs, oldest run first.
 type TaskHistory struct {
-	Task      string      `json:"task"`
-	Durations []TaskSpan  `json:"durations"`
+	Task      string     `json:"task"`
+	Durations []TaskSpan `json:"durations"`
 }
 
 // TaskSpan is a task's duration in one run.
