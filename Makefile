@@ -79,6 +79,8 @@ e2e: build
 # Benchmarks are never part of `make test`: they measure, they do not assert.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./engine/...
+	$(GO) test -run '^$$' -bench UI10k -benchtime 3x ./cmd/flow/ui
+	bash scripts/bench-ui.sh
 	bash scripts/bench.sh
 	bash scripts/bench-images.sh
 	bash scripts/bench-lab.sh

@@ -65,6 +65,7 @@ type uiSource struct {
 	busy  bool // the last read found the file held: ask the process first
 	stamp fileStamp
 	cache map[uint64]*ui.Detail
+	runs  []ui.Run // read at stamp, nil when not yet
 }
 
 type fileStamp struct {
@@ -110,9 +111,17 @@ func (s *uiSource) cached(id uint64) (*ui.Detail, fileStamp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now != s.stamp {
-		s.cache, s.stamp = map[uint64]*ui.Detail{}, now
+		s.cache, s.runs, s.stamp = map[uint64]*ui.Detail{}, nil, now
 	}
 	return s.cache[id], now
+}
+
+// cachedRuns is the list of runs read from the file, while the file is unchanged.
+func (s *uiSource) cachedRuns() ([]ui.Run, fileStamp) {
+	_, now := s.cached(0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs, now
 }
 
 func (s *uiSource) keep(id uint64, d *ui.Detail, at fileStamp) {
@@ -123,18 +132,42 @@ func (s *uiSource) keep(id uint64, d *ui.Detail, at fileStamp) {
 	}
 }
 
+// Runs reads the file only when it changed: each read takes the file's shared lock
+// for a moment, and a flow run starting just then would find the file in use.
 func (s *uiSource) Runs() ([]ui.Run, error) {
-	var runs []*engine.RunRecord
-	err := s.read(func() (err error) { runs, err = s.sess.Runs(); return err },
-		func() error { runs = nil; return live.Runs(s.path, &runs) })
-	if err != nil {
-		return nil, uiError(err)
+	var out []ui.Run
+	convert := func(runs []*engine.RunRecord) {
+		out = make([]ui.Run, len(runs))
+		for i, r := range runs {
+			out[i] = uiRun(r, r.Status)
+		}
 	}
-	out := make([]ui.Run, len(runs))
-	for i, r := range runs {
-		out[i] = uiRun(r, r.Status)
-	}
-	return out, nil
+	err := s.read(func() error {
+		hit, at := s.cachedRuns()
+		if hit != nil {
+			out = hit
+			return nil
+		}
+		runs, err := s.sess.Runs()
+		if err != nil {
+			return err
+		}
+		convert(runs)
+		s.mu.Lock()
+		if at == s.stamp {
+			s.runs = out
+		}
+		s.mu.Unlock()
+		return nil
+	}, func() error {
+		var runs []*engine.RunRecord
+		if err := live.Runs(s.path, &runs); err != nil {
+			return err
+		}
+		convert(runs)
+		return nil
+	})
+	return out, uiError(err)
 }
 
 func (s *uiSource) Detail(id uint64) (*ui.Detail, error) {
