@@ -113,7 +113,7 @@ func TestUI(t *testing.T) {
 	doc = status(t, tag, dir, state)
 	do(t, ctx, "open the timeline", chromedp.Click(chromedp.CSS(`nav button[data-view="timeline"]`)))
 	waitJS(t, ctx, "the timeline drawn", `document.querySelectorAll(".gantt .bar").length > 0`)
-	checkTimeline(t, ctx, doc)
+	checkTimeline(t, ctx, doc, true)
 	screenshot(t, ctx, shots, "ui-timeline.png")
 
 	// Run 2 of a changed flow: exec.broken is gone, exec.report is new.
@@ -158,6 +158,34 @@ task "exec" "broken_gone" {`, 1)
 	if _, ok := now["exec.broken"]; ok && !evalJSON[bool](t, ctx, `document.querySelector('#graphsvg .inst[data-address="exec.broken"]').hasAttribute("data-removed")`) {
 		t.Errorf("run 2 draws exec.broken, which its flow no longer has, as an instance of its flow")
 	}
+
+	// A destroy run is drawn the same way: what it undid, in its own graph and timeline.
+	if r := runFlow(t, tag, dir, 60*time.Second, "destroy", "--state", state, "--auto-approve"); r.code != 0 {
+		t.Fatalf("flow destroy exited %d\n%s", r.code, r.desc)
+	}
+	do(t, ctx, "open the destroy run", chromedp.Navigate(base+"/?run=3"))
+	waitJS(t, ctx, "run 3 drawn", `document.querySelector("#runinfo").dataset.run === "3" && document.querySelectorAll("#graphsvg .inst").length > 0`)
+	if info := evalJSON[string](t, ctx, `document.querySelector("#runinfo").textContent`); !strings.Contains(info, "destroy of run 2") {
+		t.Errorf("the destroy run's header says %q, want it to name run 2", info)
+	}
+	undone := graphNodes(t, ctx)
+	for _, addr := range []string{"exec.prepare", `exec.build["a"]`, `exec.build["c"]`} {
+		if undone[addr] != "undone" {
+			t.Errorf("destroy run: %s is %q, want undone (%v)", addr, undone[addr], undone)
+		}
+	}
+	if !graphEdges(t, ctx)["exec.prepare -> exec.build"] {
+		t.Errorf("the destroy run's graph lost the edge exec.prepare -> exec.build")
+	}
+	do(t, ctx, "open the destroy's timeline", chromedp.Click(chromedp.CSS(`nav button[data-view="timeline"]`)))
+	waitJS(t, ctx, "the destroy's timeline", `document.querySelectorAll(".gantt .bar").length > 0`)
+	r := runFlow(t, tag, dir, 10*time.Second, "status", "--json", "--state", state)
+	var destroyDoc statusDoc // flow status --json of a destroy has "destroys" too
+	if err := json.Unmarshal([]byte(r.stdout), &destroyDoc); r.code != 0 || err != nil {
+		t.Fatalf("flow status of the destroy run: %v\n%s", err, r.desc)
+	}
+	checkTimeline(t, ctx, destroyDoc, false)
+	screenshot(t, ctx, shots, "ui-destroy-timeline.png")
 }
 
 // TestUIRefusesSecondOnSamePort: a second flow ui on the port of the first exits 2
@@ -290,7 +318,7 @@ func graphEdges(t *testing.T, ctx context.Context) map[string]bool {
 
 // checkTimeline compares each bar with the instance's recorded start and finish: the
 // times it carries, and where it is drawn on the chart's scale.
-func checkTimeline(t *testing.T, ctx context.Context, doc statusDoc) {
+func checkTimeline(t *testing.T, ctx context.Context, doc statusDoc, firstRun bool) {
 	t.Helper()
 	type bar struct {
 		Address       string
@@ -328,6 +356,18 @@ func checkTimeline(t *testing.T, ctx context.Context, doc statusDoc) {
 			t.Errorf("bar %s drawn at x=%.1f width %.1f, its times put it at x=%.1f width %.1f", b.Address, b.X, b.W, wantX, wantW)
 		}
 		critical[b.Address] = b.Critical
+	}
+	if !firstRun { // the destroy: exec.prepare undone last, after a build
+		on := 0
+		for _, c := range critical {
+			if c {
+				on++
+			}
+		}
+		if !critical["exec.prepare"] || on < 2 {
+			t.Errorf("the destroy's critical path: %v, want exec.prepare and the build it waited for", critical)
+		}
+		return
 	}
 	// The run ended with exec.slow, which waited for the members' chains.
 	if !critical["exec.slow"] || !critical["exec.prepare"] || critical["exec.broken"] {

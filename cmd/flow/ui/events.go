@@ -38,7 +38,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(s.Every)
 	defer tick.Stop()
 	for {
-		d, err := s.src.Detail(id)
+		d, err := s.read(id)
 		switch {
 		case err != nil:
 			send(w, "problem", err.Error())

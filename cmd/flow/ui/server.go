@@ -145,8 +145,41 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	d, err := s.src.Detail(id)
+	d, err := s.read(id)
 	writeJSON(w, d, err)
+}
+
+// read is run id's detail. A destroy run's records do not carry the edges: they are
+// those of the run it undoes, which the page draws the destroy with.
+func (s *Server) read(id uint64) (*Detail, error) {
+	d, err := s.src.Detail(id)
+	if err != nil || d.Run.Destroys == 0 {
+		return d, err
+	}
+	missing := false
+	for _, in := range d.Instances {
+		missing = missing || !in.DepsKnown
+	}
+	if !missing {
+		return d, nil
+	}
+	undone, err := s.src.Detail(d.Run.Destroys)
+	if err != nil {
+		return d, nil // drawn without edges
+	}
+	deps := make(map[string]*Instance, len(undone.Instances))
+	for i := range undone.Instances {
+		deps[undone.Instances[i].Address] = &undone.Instances[i]
+	}
+	cp := *d
+	cp.Instances = make([]Instance, len(d.Instances))
+	for i, in := range d.Instances {
+		if u := deps[in.Address]; u != nil && !in.DepsKnown {
+			in.Deps, in.DepsKnown = u.Deps, u.DepsKnown
+		}
+		cp.Instances[i] = in
+	}
+	return &cp, nil
 }
 
 func (s *Server) log(w http.ResponseWriter, r *http.Request) {

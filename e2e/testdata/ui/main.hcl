@@ -2,6 +2,7 @@
 # a module called per member, a task that fails with output, one skipped after it, and
 # exec.slow, which runs until the file var.gate exists, so the test decides when it
 # succeeds. A secret variable is echoed by exec.secretive: the page must show it redacted.
+# exec.prepare and exec.build have undo scripts, for the destroy run's page.
 
 variable "gate" {
   type = string
@@ -15,12 +16,14 @@ variable "token" {
 
 task "exec" "prepare" {
   script = "echo preparing; sleep 0.2"
+  undo   = "echo unpreparing"
 }
 
 task "exec" "build" {
   for_each   = toset(["a", "b", "c"])
   depends_on = [exec.prepare]
   script     = "echo building ${each.key}; sleep 0.3"
+  undo       = "echo undoing ${each.key}; sleep 0.2"
 }
 
 task "exec" "broken" {

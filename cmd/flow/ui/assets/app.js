@@ -249,16 +249,19 @@ function fmtDur(msec) {
 }
 
 // criticalPath walks back from the instance that finished last, each time to the
-// dependency that finished last: the chain that decided when the run ended.
-function criticalPath(insts) {
+// dependency that finished last: the chain that decided when the run ended. A destroy
+// undoes an instance after what depended on it, so there it walks the edges reversed.
+function criticalPath(insts, destroy) {
   const by = new Map(insts.map((i) => [i.address, i]));
+  const waitsFor = new Map(insts.map((i) => [i.address, destroy ? [] : i.deps || []]));
+  if (destroy) for (const i of insts) for (const d of i.deps || []) if (waitsFor.has(d)) waitsFor.get(d).push(i.address);
   let cur = null;
   for (const i of insts) if (i.finished_at && (!cur || ms(i.finished_at) > ms(cur.finished_at))) cur = i;
   const path = new Set();
   while (cur && !path.has(cur.address)) {
     path.add(cur.address);
     let next = null;
-    for (const a of cur.deps || []) {
+    for (const a of waitsFor.get(cur.address)) {
       const d = by.get(a);
       if (d && d.finished_at && (!next || ms(d.finished_at) > ms(next.finished_at))) next = d;
     }
@@ -287,7 +290,7 @@ function renderTimeline() {
   const per = width / (t1 - t0);
   const rh = rows.length > 400 ? 3 : 16;
   const top = 20;
-  const crit = criticalPath(d.instances);
+  const crit = criticalPath(d.instances, d.run.kind === "destroy");
   const out = [`<svg class="gantt" xmlns="http://www.w3.org/2000/svg" width="${labelW + width + 20}" height="${top + rows.length * rh + 10}" data-t0="${t0}" data-px-per-ms="${per}" data-x0="${labelW}">`];
   out.push('<g class="axis">');
   const step = niceStep((t1 - t0) / 8);
