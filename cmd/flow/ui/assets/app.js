@@ -360,8 +360,9 @@ function showDetails(addr) {
   if (!i) { aside.hidden = true; return; }
   aside.hidden = false;
   $("#d-address").textContent = addr;
+  const d = page.detail;
   const dur = i.started_at ? fmtDur((i.finished_at ? ms(i.finished_at) : Date.now()) - ms(i.started_at)) : "-";
-  const fields = [["status", shownStatus(i)], ["type", i.type], ["attempts", i.attempts], ["fingerprint", i.fingerprint || "-"],
+  const fields = [["status", shownStatus(i)], ["type", i.type], ["attempts", i.attempts], ["fingerprint", i.fingerprint || (d.live && i.status === "succeeded" ? "in the state file once the run ends" : "-")],
     ["started", i.started_at || "-"], ["finished", i.finished_at || "-"], ["duration", dur], ["reason", i.reason || "-"],
     ["waited for", i.deps_known ? (i.deps && i.deps.length ? i.deps.join("\n") : "nothing") : "not recorded"]];
   if (i.error) fields.splice(1, 0, ["error", i.error]);
