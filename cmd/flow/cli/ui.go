@@ -34,7 +34,7 @@ It listens on 127.0.0.1 only unless --listen names another address; sensitive va
 never sent (output is redacted as in logs, and no task inputs or outputs are shown).`,
 		Example: `  flow ui                                   # then open http://127.0.0.1:8470/
   flow ui --state .flow/k8s-lab.db --listen 127.0.0.1:9000
-  ssh -L 8470:127.0.0.1:8470 lab-host     # to look from another machine`,
+  ssh -L 8470:127.0.0.1:8470 lab-host       # to look from another machine`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ln, err := ui.Listen(listen)
