@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/canonical/lxd v0.0.0-20241209155119-76da976c6ee7
+	github.com/chromedp/chromedp v0.23.0
 	github.com/creack/pty v1.1.18
 	github.com/google/go-containerregistry v0.22.1
 	github.com/gorilla/websocket v1.5.1
@@ -32,7 +33,6 @@ require (
 	github.com/apparentlymart/go-textseg/v17 v17.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
-	github.com/chromedp/chromedp v0.23.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
