@@ -86,6 +86,9 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 			c.say("%s: %s; running it", inst.Addr, why)
 		}
 	}
+	if n == 1 {
+		c.stopSurvivor(inst.Addr, c.opts.Previous[inst.Addr])
+	}
 	// Recorded only now, so a success that still stands is never overwritten.
 	rec := c.update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
@@ -106,7 +109,8 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 		c.say("%s: started", inst.Addr)
 	}
 	env := &tasks.Env{Address: inst.Addr, Attempt: res.attempt, Stdout: stdout, Stderr: stderr,
-		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry}
+		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry,
+		Dir: c.opts.Dir, Started: c.noteGroup(inst.Addr)}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if ev.timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, ev.timeout)
@@ -179,7 +183,7 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 	if inst.Task.Read {
 		res.value = instanceValue(inst.Task, ev.inputs, conv)
 	}
-	if inst.Task.Kind.Destroys() {
+	if keepsObject(inst.Task.Kind) {
 		res.inputs, res.withheld = storedInputs(ev.inputs)
 	}
 	if redact {

@@ -26,14 +26,26 @@ func replaceReason(inst *Instance, prev *state.Instance) string {
 	return "replaced (--replace)"
 }
 
-// undoForReplace undoes what inst's earlier run made, with its inputs as evaluated
-// now and the outputs that run recorded, before the attempt runs it again.
+// undoForReplace undoes what inst's earlier run made, as its record holds it (see
+// object.go; a record of an older flow: with its inputs as evaluated now), in the
+// directory it was made in, before the attempt runs it again.
 func (c *coordinator) undoForReplace(ctx context.Context, inst *Instance, ev *evaluated, env *tasks.Env) error {
 	prev := c.opts.Previous[inst.Addr]
-	destroyer, ok := ev.task.(tasks.Destroyer)
+	task := ev.task
+	if prev.Inputs != nil {
+		t, err := recordedTask(inst.Task.Kind, prev, ev.inputs)
+		if err != nil {
+			return fmt.Errorf("undo before replacing: %w", err)
+		}
+		task = t
+	}
+	destroyer, ok := task.(tasks.Destroyer)
 	if !ok {
 		return nil
 	}
+	undoEnv := *env
+	undoEnv.Dir = c.objectDir(inst.Addr, prev)
+	env = &undoEnv
 	var recorded tasks.Outputs
 	if prev.Status == state.Succeeded && len(prev.Outputs) > 0 {
 		recorded = decodeOutputs(prev)

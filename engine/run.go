@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -44,6 +45,10 @@ type Options struct {
 	// TransientRetry bounds how long each task retries transient faults on its own
 	// (tasks.Env.TransientRetry): 0 means tasks.DefaultTransientRetry, negative none.
 	TransientRetry time.Duration
+	// Dir is the absolute directory the walk's instances act in (tasks.Env.Dir), which
+	// each success records; "" means the process's working directory when NewRunner is
+	// called. An undo acts in the directory its record names, when it still exists.
+	Dir string
 	// Finish, if set, is called once at the end with the result, unless a checkpoint
 	// already failed; the run record it returns is written in the same transaction as
 	// the last instance records. Run's error then says whether that commit failed.
@@ -94,6 +99,9 @@ func NewRunner(p *Plan, opts Options) *Runner {
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
+	}
+	if opts.Dir == "" {
+		opts.Dir, _ = os.Getwd()
 	}
 	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, order: p.Order,
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}

@@ -140,10 +140,10 @@ func (p *Process) start(ctx context.Context, out io.Writer, logFile string) (*ru
 	defer release.Close() // unreleased: the gate reads EOF and the program never runs
 	pid := cmd.Process.Pid
 	info, err := inspect(pid) // not reaped yet, so readable even if it exited already
-	if err == nil && info.start == 0 {
+	if err == nil && info.Start == 0 {
 		err = errors.New("no start time in /proc")
 	}
-	rec := record{PID: pid, Argv: p.Command, Start: info.start, BootID: bootID()}
+	rec := record{PID: pid, Argv: p.Command, Start: info.Start, BootID: bootID()}
 	if err == nil {
 		err = writeRecord(p.PIDFile, rec)
 	}
