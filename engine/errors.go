@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -99,4 +100,18 @@ type OtherFlowError struct {
 
 func (e *OtherFlowError) Error() string {
 	return fmt.Sprintf("the state file %s belongs to the flow %s (run %d), not %s", e.Path, e.Holds, e.Run, e.Flow)
+}
+
+// ElsewhereError refuses a new run in Here while the state holds Count instances made
+// in Dirs, other directories: the run would make them again here and lose track of
+// them there. One state, one place; Request.Move takes them along instead.
+type ElsewhereError struct {
+	Path  string
+	Here  string
+	Dirs  []string
+	Count int
+}
+
+func (e *ElsewhereError) Error() string {
+	return fmt.Sprintf("the state file %s holds %d instances made in %s, not in %s", e.Path, e.Count, strings.Join(e.Dirs, ", "), e.Here)
 }

@@ -77,31 +77,44 @@ func wholyKnown(inputs map[string]cty.Value) bool {
 
 // objectText names, on one line, the object rec recorded, as plan --destroy shows it:
 // its undo attribute's value (exec: the undo script), else the attributes its Destroy
-// reads, and the directory; "" when there is nothing recorded to show.
+// reads; then the directory. "" when there is nothing recorded to show.
 func objectText(kind *tasks.Type, rec *state.Instance) string {
 	if kind == nil || rec == nil || rec.Inputs == nil {
 		return ""
 	}
-	names := kind.DestroyReads
-	if kind.UndoAttr != "" {
-		names = []string{kind.UndoAttr}
-	}
 	var parts []string
-	for _, name := range sortedNames(names) {
-		sv, ok := rec.Inputs[name]
-		if !ok {
-			continue
+	if kind.UndoAttr != "" {
+		if v, ok := recordedInput(rec, kind.UndoAttr); ok {
+			parts = append(parts, oneLine(v))
 		}
-		v, err := sv.Decode()
-		if err != nil || v.IsNull() || v.Type() == cty.String && v.AsString() == "" {
-			continue
+	} else {
+		var attrs []string
+		for _, name := range sortedNames(kind.DestroyReads) {
+			if v, ok := recordedInput(rec, name); ok {
+				attrs = append(attrs, name+" = "+oneLine(v))
+			}
 		}
-		parts = append(parts, name+" = "+oneLine(v))
+		if len(attrs) > 0 {
+			parts = append(parts, "("+strings.Join(attrs, ", ")+")")
+		}
 	}
 	if rec.Dir != "" {
 		parts = append(parts, "in "+rec.Dir)
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, " ")
+}
+
+// recordedInput is rec's recorded input name, when it holds a value that is set.
+func recordedInput(rec *state.Instance, name string) (cty.Value, bool) {
+	sv, ok := rec.Inputs[name]
+	if !ok {
+		return cty.NilVal, false
+	}
+	v, err := sv.Decode()
+	if err != nil || v.IsNull() || v.Type() == cty.String && v.AsString() == "" {
+		return cty.NilVal, false
+	}
+	return v, true
 }
 
 func sortedNames(names []string) []string {

@@ -85,12 +85,13 @@ func setsInput(rec *state.Instance, name string) bool {
 }
 
 // orphanPass undoes what the state holds and keepAddr does not keep, before a walk,
-// with a walk of its own (see orphanPlan) recorded in run; nil when all of it was
-// undone or kept, else that walk's result, failed or interrupted, which is run's.
-func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, scope *config.Scope, req *Request) (*Result, error) {
+// with a walk of its own (see orphanPlan) recorded in run. It returns how many it
+// undid and, when that walk did not succeed (failed or interrupted), its result,
+// which is run's.
+func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, scope *config.Scope, req *Request) (removed int, failed *Result, err error) {
 	live, err := liveInstances(store)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	var orphans []orphan
 	for _, o := range orphansOf(live, nil) {
@@ -99,23 +100,32 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 		}
 	}
 	if len(orphans) == 0 {
-		return nil, nil
+		return 0, nil, nil
 	}
 	w := NewRunner(orphanPlan(orphans, s.reg, scope), Options{Undo: orphanUndoMap(orphans), RunID: run.ID,
 		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
-		Logger: req.logger(scope.Redact)})
+		Logger: req.logger(scope.Redact), Moved: req.Move})
 	res, err := w.Run(ctx)
-	if err != nil || res.Status == state.Succeeded {
-		return nil, err
+	if err != nil {
+		return 0, nil, err
 	}
+	for _, r := range res.Records {
+		if r.Status == state.Succeeded {
+			removed++
+		}
+	}
+	if res.Status == state.Succeeded {
+		return removed, nil, nil
+	}
+	res.Removed = removed
 	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 	if res.FirstFailure != "" {
 		run.Error = "undo " + res.FirstFailure + " (no longer in the flow) failed"
 	}
 	if err := store.PutRun(run); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	return res, nil
+	return removed, res, nil
 }
 
 // sayKept names, for a run with KeepRemoved, each instance the state holds and p does

@@ -112,6 +112,8 @@ func againReasons(ds []Decision, last *state.Run, recs map[string]*state.Instanc
 			ds[i].Reason = fmt.Sprintf("run %d destroyed it", last.ID)
 		case last.Destroys != 0:
 			ds[i].Reason = fmt.Sprintf("after destroy run %d", last.ID)
+		case rec != nil && rec.Removed:
+			ds[i].Reason = fmt.Sprintf("run %d removed it (it had left the flow)", last.ID)
 		case rec == nil || rec.Status == state.Pending:
 			ds[i].Reason = fmt.Sprintf("new since run %d", last.ID)
 		case rec.Status == state.Succeeded:

@@ -49,6 +49,9 @@ type Options struct {
 	// each success records; "" means the process's working directory when NewRunner is
 	// called. An undo acts in the directory its record names, when it still exists.
 	Dir string
+	// Moved undoes every object in Dir, wherever its record says it was made: the
+	// project moved there (run --move).
+	Moved bool
 	// Finish, if set, is called once at the end with the result, unless a checkpoint
 	// already failed; the run record it returns is written in the same transaction as
 	// the last instance records. Run's error then says whether that commit failed.
@@ -65,6 +68,9 @@ type Result struct {
 	// FirstFailure is the address of the first instance that failed, or "".
 	FirstFailure string
 	UpToDate     int
+	// Removed counts the instances no longer in the flow that were undone before the
+	// walk, by a walk of their own (see orphanPass).
+	Removed int
 }
 
 // Runner walks a plan once: runs it, or with Options.Undo undoes what a run of it

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/zclconf/go-cty/cty"
@@ -38,8 +39,14 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	if err := s.sameFlow(latest, req.Flow); err != nil {
 		return nil, err
 	}
-	if latest != nil && latest.Status != state.Succeeded && (latest.Destroys != 0 || !req.New) {
+	if latest != nil && latest.Status != state.Succeeded && !req.New {
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+	}
+	if err := s.samePlace(h.store, req.Move); err != nil {
+		return nil, err
+	}
+	if latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded {
+		(&console{out: req.Out}).line(fmt.Sprintf("The latest run (%d) destroys run %d and did not finish: what it did not undo stays recorded, and this run makes the flow's instances again (flow destroy undoes them all).", latest.ID, latest.Destroys))
 	}
 	if l == nil {
 		if l, plan, err = s.loadSelected(&req, req.Flow, nil); err != nil {
@@ -139,15 +146,19 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	if req.Observer != nil {
 		req.Observer.Started(start, runner)
 	}
+	removed := 0
 	if req.KeepRemoved {
 		s.sayKept(h.store, l.Plan, req)
 	} else if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
-		if failed, err := s.orphanPass(ctx, h.store, run, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
+		var failed *Result
+		var err error
+		if removed, failed, err = s.orphanPass(ctx, h.store, run, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
 			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil
 		}
 	}
 	res, runErr := runner.Run(ctx)
+	res.Removed = removed
 	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
 		if err := finishRun(h.store, run, res, runErr, l.Plan); err != nil && runErr == nil {
 			runErr = err

@@ -244,7 +244,7 @@ func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags 
 // it exists, else the walk's.
 func (c *coordinator) objectDir(addr string, rec *state.Instance) string {
 	switch {
-	case rec == nil || rec.Dir == "" || rec.Dir == c.opts.Dir:
+	case rec == nil || rec.Dir == "" || rec.Dir == c.opts.Dir || c.opts.Moved:
 		return c.opts.Dir
 	case isDir(rec.Dir):
 		return rec.Dir

@@ -35,11 +35,17 @@ func (c *CLI) summary(run *engine.RunRecord, res *engine.Result, runner engine.P
 	}
 	counts := map[engine.Status]int{}
 	for _, r := range res.Records {
+		if r.Removed && r.Status == engine.Succeeded {
+			continue // counted in res.Removed
+		}
 		counts[r.Status]++
 	}
 	parts := []string{fmt.Sprintf("%d succeeded", counts[engine.Succeeded])}
 	if res.UpToDate > 0 {
 		parts[0] += fmt.Sprintf(" (%d up to date)", res.UpToDate)
+	}
+	if res.Removed > 0 {
+		parts = append(parts, fmt.Sprintf("%d removed (no longer in the flow)", res.Removed))
 	}
 	for _, s := range []engine.Status{engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
 		if counts[s] > 0 {
