@@ -36,7 +36,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return s.walkRun(ctx, &req, h, Start{Kind: NewRun, Run: created}, l, plan, nil)
 	}
 	latest := h.latest
-	if err := s.sameFlow(latest, req.Flow); err != nil {
+	if err := s.sameFlow(latest, req.Flow); err != nil && !req.Move { // --move: the flow moved with its project
 		return nil, err
 	}
 	if latest != nil && latest.Status != state.Succeeded && !req.New {
