@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,4 +258,42 @@ func TestFailedDestroyDoesNotLockOut(t *testing.T) {
 	if !strings.Contains(r.stdout, "Nothing to destroy") {
 		t.Errorf("destroy of nothing without a terminal\n%s", r.desc)
 	}
+}
+
+// TestResumeNamesDrift (issue 27, doctor): a resume of a run that succeeded has nothing
+// to do, but says which instance's object changed since (a process killed behind
+// flow's back) and the command that makes it again; that command does.
+func TestResumeNamesDrift(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"p.hcl": `task "process" "sleeper" {
+  command  = ["sleep", "300"]
+  pid_file = "run/sleeper.pid"
+  log_file = "run/sleeper.log"
+}
+`})
+	flowExit(t, tag, dir, 0, "run", "p.hcl")
+	t.Cleanup(func() { flowExit(t, tag, dir, 0, "destroy", "--auto-approve") })
+	pid := pidOf(t, filepath.Join(dir, "run", "sleeper.pid"))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := flowExit(t, tag, dir, 0, "resume")
+	if !strings.Contains(r.stdout, "process.sleeper: drifted since it succeeded") || !strings.Contains(r.stdout, `"flow run p.hcl"`) {
+		t.Fatalf("resume does not name the drift and its repair\n%s", r.desc)
+	}
+	flowExit(t, tag, dir, 0, "run", "p.hcl")
+	if r := flowExit(t, tag, dir, 0, "resume"); strings.Contains(r.stdout, "drifted") {
+		t.Errorf("the repair did not repair\n%s", r.desc)
+	}
+}
+
+// pidOf reads the pid a process task's pid file records on its first line.
+func pidOf(t *testing.T, path string) int {
+	t.Helper()
+	first, _, _ := strings.Cut(readFile(t, path), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		t.Fatalf("pid file %s: %q: %v", path, first, err)
+	}
+	return pid
 }

@@ -44,6 +44,9 @@ func (e *UnfinishedError) Error() string {
 type NothingToDoError struct {
 	Latest *RunRecord
 	Op     string // "resume" or "destroy"
+	// Drifted, for a resume of a run that succeeded, are the instances whose refresh
+	// found their object changed since: a new run makes them again.
+	Drifted []Decision
 }
 
 func (e *NothingToDoError) Error() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,4 +130,35 @@ func refreshAll(p *Plan, spec previewSpec, req Request) func(*Instance, *evaluat
 		drifted[j.inst.Addr] = found[i]
 	}
 	return func(inst *Instance, _ *evaluated, _ *state.Instance) string { return drifted[inst.Addr] }
+}
+
+// drifted refreshes every instance run (which succeeded) recorded and returns those
+// whose object changed since, or that refresh could not look at: what a resume, which
+// has nothing to do, tells the user a new run would repair. nil when the flow cannot
+// be read or refresh is off.
+func (s *Session) drifted(store *state.Store, run *state.Run, req Request) []Decision {
+	if req.NoRefresh {
+		return nil
+	}
+	p, err := placeOf(run, req.Flow)
+	if err != nil || p.enter() != nil {
+		return nil
+	}
+	recs, base, err := runInputs(store, run)
+	if err != nil {
+		return nil
+	}
+	l, err := s.load(&req, p.flow, given(run, base), false)
+	if err != nil {
+		return nil
+	}
+	spec := previewSpec{previous: recs, from: run.ID}
+	spec.look = refreshAll(l.Plan, spec, req)
+	var out []Decision
+	for _, d := range l.Plan.preview(spec) {
+		if d.Action == ActionRun && (strings.HasPrefix(d.Reason, "drifted") || strings.HasPrefix(d.Reason, "refresh could not")) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -87,8 +87,10 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, &NoRunsError{Path: s.path, Op: "resume"}
 	case latest.Destroys != 0 && latest.Status != state.Succeeded:
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
-	case latest.Destroys != 0 || latest.Status == state.Succeeded && !req.selective():
+	case latest.Destroys != 0:
 		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
+	case latest.Status == state.Succeeded && !req.selective():
+		return nil, &NothingToDoError{Latest: latest, Op: "resume", Drifted: s.drifted(h.store, latest, req)}
 	}
 	p, err := placeOf(latest, req.Flow)
 	if err != nil {

@@ -59,6 +59,7 @@ func (p *Process) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	p = p.in(env)
 	logFile, err := filepath.Abs(p.LogFile)
 	if err != nil {
 		return nil, fmt.Errorf("log_file %s: %w", p.LogFile, err)

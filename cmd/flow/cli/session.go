@@ -133,6 +133,12 @@ func (c *CLI) printNothing(e *engine.NothingToDoError) {
 		fmt.Fprintf(c.stdout, "Nothing to destroy: run %d was destroyed by run %d.\n", l.Destroys, l.ID)
 	case l.Destroys != 0:
 		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with %q.\n", l.ID, l.Destroys, c.commandHint("flow run", c.hintFlow(l.Flow)))
+	case len(e.Drifted) > 0:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded, but refresh found %s changed since:\n", l.ID, count(len(e.Drifted), "instance"))
+		for _, d := range e.Drifted {
+			fmt.Fprintf(c.stdout, "  %s: %s\n", d.Addr, d.Reason)
+		}
+		fmt.Fprintf(c.stdout, "A new run makes them again: %q.\n", c.commandHint("flow run", c.hintFlow(l.Flow)))
 	default:
 		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with %q.\n", l.ID, c.commandHint("flow run", c.hintFlow(l.Flow)))
 	}
