@@ -93,13 +93,23 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 	rec := c.update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
 		rec.Attempts++
+		rec.Removed = false // a removal an earlier run recorded: it is made again now
 	})
 	c.commit.submit(rec, nil, false)
-	c.runTask(ctx, inst, ev, res, replacing && undoesOnReplace(inst, c.opts.Previous[inst.Addr]))
+	var undoFirst *state.Instance
+	switch prev := c.replaced(inst.Addr); {
+	case replacing && undoesOnReplace(inst, prev):
+		undoFirst = prev
+	case n == 1 && !replacing:
+		undoFirst = c.objectChanged(inst, ev)
+	}
+	c.runTask(ctx, inst, ev, res, undoFirst)
 	return res
 }
 
-func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult, undoFirst bool) {
+// runTask runs inst's evaluated task once; with undoFirst, it first undoes the object
+// that record holds (see undoRecorded).
+func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult, undoFirst *state.Instance) {
 	capt := c.captures[inst.Addr]
 	stdout, stderr := c.streams(inst)
 	if res.attempt > 1 {
@@ -118,8 +128,8 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 	defer cancel()
 	var outputs tasks.Outputs
 	var err error
-	if undoFirst {
-		err = c.undoForReplace(runCtx, inst, ev, env)
+	if undoFirst != nil {
+		err = c.undoRecorded(runCtx, inst, ev, env, undoFirst)
 	}
 	if err == nil {
 		outputs, err = ev.task.Run(runCtx, env)
@@ -209,6 +219,8 @@ func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp s
 		return cty.NilVal, "", false
 	case prev.Status != state.Succeeded:
 		return cty.NilVal, "", false
+	case prev.Removed:
+		return cty.NilVal, "undone when it had left the flow", false
 	case prev.Redacted:
 		return cty.NilVal, "its outputs held a secret and were not stored", false
 	case prev.Fingerprint != fp:

@@ -164,3 +164,51 @@ func (c *coordinator) stopSurvivor(addr string, prev *state.Instance) {
 
 // survivorGrace is how long a survivor of an earlier attempt gets after SIGTERM.
 const survivorGrace = 5 * time.Second
+
+// objectChanged returns the record of the object an earlier run made for inst when
+// what identifies that object changed in ev (the attributes its type's Destroy reads:
+// exec's undo, env and dir; kubeconfig's path), so the attempt undoes it before it
+// makes the new one, as Terraform replaces a resource whose identifying attribute
+// changed; else nil. A type that does not name what its Destroy reads changes its
+// object in place.
+func (c *coordinator) objectChanged(inst *Instance, ev *evaluated) *state.Instance {
+	made := c.opts.Made[inst.Addr]
+	kind := inst.Task.Kind
+	if made == nil || made.Status != state.Succeeded || !hasObject(made) || len(kind.DestroyReads) == 0 || keepReason(inst) != "" {
+		return nil
+	}
+	var changed []string
+	for _, name := range kind.DestroyReads {
+		if slices.Contains(made.Withheld, name) {
+			continue // a secret: never recorded, so never compared
+		}
+		was, _ := recordedInput(made, name)
+		now, ok := ev.inputs[name]
+		if ok {
+			now, _ = now.UnmarkDeep()
+		}
+		if !ok || now.IsNull() || now.Type() == cty.String && now.AsString() == "" {
+			now = cty.NilVal
+		}
+		if !sameValue(was, now) {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	c.say("%s: %s changed since it was made; undoing what it made first", inst.Addr, strings.Join(changed, ", "))
+	return made
+}
+
+// sameValue compares two recorded-or-evaluated values; NilVal means unset.
+func sameValue(a, b cty.Value) bool {
+	if a == cty.NilVal || b == cty.NilVal {
+		return a == cty.NilVal && b == cty.NilVal
+	}
+	if !a.IsWhollyKnown() || !b.IsWhollyKnown() {
+		return true // unknown now: cannot tell, and an undo on a guess could remove the wrong thing
+	}
+	eq := a.Equals(b)
+	return eq.IsKnown() && eq.True()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/flowdev/flow/engine/config"
@@ -46,6 +47,20 @@ func liveInstances(store *state.Store) (map[string]orphan, error) {
 		}
 	}
 	return live, nil
+}
+
+// madeRecords is, by address, the record of each instance the state holds: what
+// earlier runs made and no run undid.
+func madeRecords(store *state.Store) (map[string]*state.Instance, error) {
+	live, err := liveInstances(store)
+	if err != nil {
+		return nil, err
+	}
+	made := make(map[string]*state.Instance, len(live))
+	for addr, o := range live {
+		made[addr] = o.rec
+	}
+	return made, nil
 }
 
 // orphansOf is the live instances p does not have (all with p nil), latest in their
@@ -102,6 +117,10 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	if len(orphans) == 0 {
 		return 0, nil, nil
 	}
+	// As Terraform prints the plan before apply: what goes, before it goes.
+	if undone := s.toUndo(orphans); len(undone) > 0 {
+		(&console{out: req.Out}).line(fmt.Sprintf("No longer in the flow, so undone first: %s.", orphanList(undone)))
+	}
 	w := NewRunner(orphanPlan(orphans, s.reg, scope), Options{Undo: orphanUndoMap(orphans), RunID: run.ID,
 		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
 		Logger: req.logger(scope.Redact), Moved: req.Move})
@@ -126,6 +145,30 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 		return 0, nil, err
 	}
 	return removed, res, nil
+}
+
+// toUndo is the orphans that undoing undoes rather than keeps.
+func (s *Session) toUndo(orphans []orphan) []orphan {
+	var out []orphan
+	for _, o := range orphans {
+		if s.orphanDecision(o).Action == ActionDestroy {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// orphanList names orphans, the first ten and how many more.
+func orphanList(orphans []orphan) string {
+	var names []string
+	for i, o := range orphans {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("and %d more", len(orphans)-i))
+			break
+		}
+		names = append(names, o.rec.Address)
+	}
+	return strings.Join(names, ", ")
 }
 
 // sayKept names, for a run with KeepRemoved, each instance the state holds and p does

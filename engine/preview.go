@@ -65,6 +65,8 @@ func (p *Plan) preview(spec previewSpec) []Decision {
 			d.Reason = "not run before"
 		case prev.Status != state.Succeeded:
 			d.Reason = fmt.Sprintf("previous attempt %s", prev.Status)
+		case prev.Removed:
+			d.Reason = "undone when it had left the flow"
 		case waitsOn != "":
 			d.Action, d.Reason = ActionMaybe, fmt.Sprintf("succeeded before; waits for %s, which runs", waitsOn)
 		default:

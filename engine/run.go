@@ -28,6 +28,10 @@ type Options struct {
 	// Undo, when set, makes the walk a destroy of the run whose records these are:
 	// each instance that run started is undone, in reverse dependency order (see Run).
 	Undo map[string]*state.Instance
+	// Made holds, by address, the records of what earlier runs made and no run undid
+	// (the state's live instances): an instance whose object changed is undone from
+	// its record before it runs (see objectChanged).
+	Made map[string]*state.Instance
 	// Replace lists addresses (or task and module prefixes, as for Plan.Select) whose
 	// previous success does not stand: they run again.
 	Replace []string

@@ -55,7 +55,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	start := Start{Kind: NewRun}
 	var from *state.Run
-	if req.selective() && latest != nil && latest.Destroys == 0 && latest.Flow == absPath(req.Flow) {
+	if req.selective() && latest != nil && latest.Destroys == 0 && (latest.Flow == absPath(req.Flow) || req.Move) {
 		start.Kind, start.From, from = FromCheckpoints, latest.ID, latest
 	}
 	run, previous, err := startRun(h.store, l, from)
@@ -139,7 +139,11 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	if whole {
 		finish = func(res *Result) *state.Run { return recordResult(run, res) }
 	}
-	runner := NewRunner(plan, Options{
+	made, err := madeRecords(h.store)
+	if err != nil {
+		return nil, err
+	}
+	runner := NewRunner(plan, Options{Made: made,
 		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
 		Store: h.store, Previous: previous, Replace: req.Replace, NoRefresh: req.NoRefresh, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
 		Live: req.Live, Finish: finish,
