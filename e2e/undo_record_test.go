@@ -277,6 +277,12 @@ func TestResumeNamesDrift(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	for deadline := time.Now().Add(10 * time.Second); processAlive(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d outlived its SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	r := flowExit(t, tag, dir, 0, "resume")
 	if !strings.Contains(r.stdout, "process.sleeper: drifted since it succeeded") || !strings.Contains(r.stdout, `"flow run p.hcl"`) {
 		t.Fatalf("resume does not name the drift and its repair\n%s", r.desc)
@@ -296,4 +302,14 @@ func pidOf(t *testing.T, path string) int {
 		t.Fatalf("pid file %s: %q: %v", path, first, err)
 	}
 	return pid
+}
+
+// processAlive reports whether pid runs (a zombie does not).
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
 }
