@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-
 	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/dag"
 	"github.com/flowdev/flow/engine/state"

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bufio"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
