@@ -43,9 +43,35 @@ func (c *CLI) printDiags(flow *config.Flow, diags hcl.Diagnostics) {
 	if flow != nil {
 		files = flow.Files
 	}
-	w := hcl.NewDiagnosticTextWriter(c.stderr, files, 100, false)
+	w := hcl.NewDiagnosticTextWriter(c.stderr, withSources(files, diags), 100, false)
 	w.WriteDiagnostics(diags)
 }
+
+// withSources is files and, for a diagnostic in a file the flow does not hold (a
+// --var-file; a flow file that did not load), that file as it is on disk, so its
+// lines are shown. A name that is no regular file ("--var NAME") is left out.
+func withSources(files map[string]*hcl.File, diags hcl.Diagnostics) map[string]*hcl.File {
+	out := make(map[string]*hcl.File, len(files))
+	for name, f := range files {
+		out[name] = f
+	}
+	for _, d := range diags {
+		if d.Subject == nil || out[d.Subject.Filename] != nil {
+			continue
+		}
+		name := d.Subject.Filename
+		if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxShownSource {
+			continue
+		}
+		if src, err := os.ReadFile(name); err == nil {
+			out[name] = &hcl.File{Bytes: src}
+		}
+	}
+	return out
+}
+
+// maxShownSource bounds the file withSources reads to show a line of it.
+const maxShownSource = 4 << 20
 
 // reportDiags prints diags and returns the invalid-flow error.
 func (c *CLI) reportDiags(flow *config.Flow, diags hcl.Diagnostics) error {

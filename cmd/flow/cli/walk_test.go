@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The tests in this file pin the smaller items of issue 27's walk through the CLI.
+
+// TestVariableValueErrors: a --var of the wrong type names the variable, the type it
+// wants and the value given (never "source code not available"); an error in a
+// --var-file shows the file's line; a sensitive value is never shown.
+func TestVariableValueErrors(t *testing.T) {
+	h := newHarness(t)
+	flow := flowPath("quick.hcl")
+	vars := filepath.Join(h.tmp, "vars.hcl")
+	if err := os.WriteFile(vars, []byte("# a comment\nmembers = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(h.tmp, "broken.hcl")
+	if err := os.WriteFile(broken, []byte("members = [\"a\" \"b\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(h.tmp, "secret.hcl")
+	if err := os.WriteFile(secret, []byte("token = [\"hunter3-secret\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"validate", flow, "--var", "members=abc"},
+			[]string{`--var members: variable "members" wants a value of type set(string); "abc" is not one`}},
+		{[]string{"validate", flow, "--var-file", vars},
+			[]string{"on $TMP/vars.hcl line 2:", "2: members = 3", "does not match its type"}},
+		{[]string{"validate", flow, "--var-file", broken},
+			[]string{"on $TMP/broken.hcl line", `1: members = ["a" "b"]`}},
+		{[]string{"validate", flow, "--var-file", secret},
+			[]string{`$TMP/secret.hcl:1: the value given for sensitive variable "token" (not shown)`}},
+	}
+	for _, tt := range tests {
+		r := h.expect(ExitInvalid, tt.args...)
+		for _, w := range tt.want {
+			if !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), w) {
+				t.Errorf("flow %s: stderr lacks %q:\n%s", strings.Join(tt.args, " "), w, r.stderr)
+			}
+		}
+		for _, never := range []string{"source code not available", "Variables not allowed", "hunter3"} {
+			if strings.Contains(r.stderr, never) {
+				t.Errorf("flow %s: stderr has %q:\n%s", strings.Join(tt.args, " "), never, r.stderr)
+			}
+		}
+	}
+}
