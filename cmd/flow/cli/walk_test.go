@@ -54,3 +54,48 @@ func TestVariableValueErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageNamesTheMistake: an extra argument is named, an unknown --log-level is a
+// usage error, a misspelt task type gets a suggestion, and a command in a directory
+// with no state names the directory flow looked in, not a file no run would create.
+func TestUsageNamesTheMistake(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "a", "b"}, `flow run takes PATH only; extra argument "b"`},
+		{[]string{"run", "a", "b", "c"}, `extra arguments "b", "c"`},
+		{[]string{"status", "x"}, `flow status takes no arguments; extra argument "x"`},
+		{[]string{"run", flowPath("quick.hcl"), "--log-level", "verbose"}, `--log-level "verbose": want one of trace, debug, info, warn, error`},
+		{[]string{"status", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"tasks", "exce"}, `no task type "exce". Did you mean "exec"? Known types: exec,`},
+	}
+	for _, tt := range tests {
+		r := h.expect(ExitInvalid, tt.args...)
+		if !strings.Contains(r.stderr, tt.want) || r.stdout != "" {
+			t.Errorf("flow %s: stdout %q, stderr %q; want %q", strings.Join(tt.args, " "), r.stdout, r.stderr, tt.want)
+		}
+	}
+	if _, err := os.Stat(h.state); !os.IsNotExist(err) {
+		t.Error("a usage error created the state file")
+	}
+
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{{"status"}, {"resume"}, {"runs"}, {"output"}, {"logs", "exec.a"}, {"destroy", "--auto-approve"}, {"plan", "--destroy"}} {
+		var stdout, stderr strings.Builder
+		err := New(testRegistry(t), &stdout, &stderr).Execute(args)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if ExitCode(err) != ExitInvalid || strings.Contains(msg, "state.db") ||
+			!strings.Contains(msg, "no state file in "+filepath.Join(evalSymlinks(dir), ".flow")+": nothing has run here yet") {
+			t.Errorf("flow %s in an empty directory: exit %d, %q", strings.Join(args, " "), ExitCode(err), msg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".flow")); !os.IsNotExist(err) {
+		t.Error(".flow was created")
+	}
+}
