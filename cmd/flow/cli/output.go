@@ -23,8 +23,9 @@ func (c *CLI) outputCmd() *cobra.Command {
 		Short: "Print the flow outputs the latest run recorded",
 		Long: `Print the outputs of the latest run (or --run N), read from the state file: every output
 as NAME = VALUE, or one output's value alone (a string without quotes), for scripts and
-follow-on flows. Sensitive outputs are never stored, so they are shown as (sensitive);
-the run that computed them printed (sensitive) too. --json prints one object of
+follow-on flows. Sensitive outputs are never stored, so they are listed as (sensitive)
+(the run that computed them printed (sensitive) too), and "flow output NAME" of one
+fails, saying so, rather than print a stand-in a script would take for the value. --json prints one object of
 {"value", "type", "sensitive"} per output (or that object alone for NAME), as in
 "flow status --json".
 
@@ -49,7 +50,8 @@ so, since the state file holds no secret to show: read a secret where its task p
 				if !ok {
 					return failf(ExitInvalid, "run %d has no output %q; it has %s", doc.RunID, args[0], outputNames(doc.Outputs))
 				}
-				if showSensitive && o.Sensitive {
+				if o.Sensitive && !asJSON {
+					// A script reading the value alone must not get "(sensitive)" for it.
 					return notStored(args[0])
 				}
 				return c.printOutput(o, asJSON)
