@@ -99,3 +99,20 @@ func TestUsageNamesTheMistake(t *testing.T) {
 		t.Error(".flow was created")
 	}
 }
+
+// TestLogsOfTaskWithKeys: flow logs of a for_each task without a key lists its
+// instances, and one of them as a command to copy.
+func TestLogsOfTaskWithKeys(t *testing.T) {
+	h := newHarness(t)
+	h.expect(ExitOK, "run", flowPath("quick.hcl"))
+	r := h.expect(ExitInvalid, "logs", "exec.launch")
+	want := `exec.launch has one instance per key; name one: exec.launch["m1"], exec.launch["m2"] (e.g. flow logs 'exec.launch["m1"]'`
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("logs exec.launch: %q, want %q", r.stderr, want)
+	}
+	r = h.expect(ExitInvalid, "logs", "exec.nope")
+	if !strings.Contains(r.stderr, "has no task instance exec.nope") {
+		t.Errorf("logs exec.nope: %q", r.stderr)
+	}
+	h.expect(ExitOK, "logs", "exec.launch[m1]")
+}
