@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -63,15 +64,30 @@ func withSources(files map[string]*hcl.File, diags hcl.Diagnostics) map[string]*
 		if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxShownSource {
 			continue
 		}
-		if src, err := os.ReadFile(name); err == nil {
+		if src, err := os.ReadFile(name); err == nil && shortLine(src, d.Subject.Start.Byte) {
 			out[name] = &hcl.File{Bytes: src}
 		}
 	}
 	return out
 }
 
-// maxShownSource bounds the file withSources reads to show a line of it.
-const maxShownSource = 4 << 20
+// maxShownSource bounds the file withSources reads to show a line of it, and
+// maxShownLine the line: a file that nests too deep may be one line long.
+const (
+	maxShownSource = 4 << 20
+	maxShownLine   = 1000
+)
+
+// shortLine reports whether the line of src holding offset is at most maxShownLine.
+func shortLine(src []byte, offset int) bool {
+	offset = min(max(offset, 0), len(src))
+	start := bytes.LastIndexByte(src[:offset], '\n') + 1
+	end := bytes.IndexByte(src[offset:], '\n')
+	if end < 0 {
+		end = len(src) - offset
+	}
+	return offset+end-start <= maxShownLine
+}
 
 // reportDiags prints diags and returns the invalid-flow error.
 func (c *CLI) reportDiags(flow *config.Flow, diags hcl.Diagnostics) error {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,4 +116,37 @@ func TestLogsOfTaskWithKeys(t *testing.T) {
 		t.Errorf("logs exec.nope: %q", r.stderr)
 	}
 	h.expect(ExitOK, "logs", "exec.launch[m1]")
+}
+
+// TestFmtFormatsAroundABrokenFile: in a directory with one file that does not parse,
+// fmt reports that file, leaves it as it is, and still formats and lists the others.
+func TestFmtFormatsAroundABrokenFile(t *testing.T) {
+	h := newHarness(t)
+	broken := h.copyFlow("broken.hcl", "a_broken.hcl")
+	first := h.copyFlow("unformatted.hcl", "b.hcl")
+	second := h.copyFlow("unformatted.hcl", "c.hcl")
+	before, _ := os.ReadFile(broken)
+	orig, _ := os.ReadFile(first)
+
+	r := h.expect(ExitInvalid, "fmt", "--check", h.tmp)
+	if r.stdout == "" || !strings.Contains(r.stdout, "$TMP/b.hcl\n") || !strings.Contains(r.stdout, "$TMP/c.hcl\n") {
+		t.Errorf("fmt --check does not list the files after the broken one:\n%s", r.stdout)
+	}
+	r = h.expect(ExitInvalid, "fmt", h.tmp)
+	if r.stdout != "$TMP/b.hcl\n$TMP/c.hcl\n" || !strings.Contains(r.stderr, "a_broken.hcl does not parse") {
+		t.Errorf("fmt: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	for _, p := range []string{first, second} {
+		if now, _ := os.ReadFile(p); bytes.Equal(now, orig) {
+			t.Errorf("%s was not formatted", p)
+		}
+	}
+	if after, _ := os.ReadFile(broken); !bytes.Equal(before, after) {
+		t.Error("fmt rewrote the file that does not parse")
+	}
+	h.copyFlow("broken.hcl", "d_broken.hcl")
+	r = h.expect(ExitInvalid, "fmt", h.tmp)
+	if !strings.Contains(r.stderr, "2 files do not parse, and were left as they are: $TMP/a_broken.hcl, $TMP/d_broken.hcl") {
+		t.Errorf("two broken files: %q", r.stderr)
+	}
 }
