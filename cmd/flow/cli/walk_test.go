@@ -150,3 +150,30 @@ func TestFmtFormatsAroundABrokenFile(t *testing.T) {
 		t.Errorf("two broken files: %q", r.stderr)
 	}
 }
+
+// TestTargetDoesNotBlockTheNextRun: a --target run's summary says what status says
+// (pending), and a later plain run is not refused: it runs the whole flow, as
+// Terraform's next apply does after a -target one. A --target run after it starts
+// from its checkpoints.
+func TestTargetDoesNotBlockTheNextRun(t *testing.T) {
+	h := newHarness(t)
+	flow := flowPath("quick.hcl")
+	r := h.expect(ExitOK, "run", flow, "--target", "exec.prepare")
+	if !strings.Contains(r.stdout, "Run 1 pending after <dur> (its --target instances ran): 1 succeeded.") {
+		t.Errorf("targeted run's summary:\n%s", r.stdout)
+	}
+	if r = h.expect(ExitOK, "status"); !strings.HasPrefix(r.stdout, "Run 1: pending") {
+		t.Errorf("status after a targeted run:\n%s", r.stdout)
+	}
+	r = h.expect(ExitOK, "run", flow, "--target", "exec.secret")
+	if !strings.Contains(r.stdout, "From the checkpoints of run 1, starting run 2") {
+		t.Errorf("a second targeted run does not start from the first's checkpoints:\n%s", r.stdout)
+	}
+	r = h.expect(ExitOK, "run", flow)
+	if !strings.Contains(r.stdout, "Starting run 3") || !strings.Contains(r.stdout, "Run 3 succeeded") || !strings.Contains(r.stdout, "exec.join: succeeded") {
+		t.Errorf("plain run after targeted ones:\n%s", r.stdout)
+	}
+	if r = h.expect(ExitOK, "status"); !strings.HasPrefix(r.stdout, "Run 3: succeeded") {
+		t.Errorf("status after the plain run:\n%s", r.stdout)
+	}
+}
