@@ -177,3 +177,27 @@ func TestTargetDoesNotBlockTheNextRun(t *testing.T) {
 		t.Errorf("status after the plain run:\n%s", r.stdout)
 	}
 }
+
+// TestWrapKeepsCommandsWhole: the live view's notice breaks between words, never
+// inside a quoted command a reader copies, unless the command is longer than a line.
+func TestWrapKeepsCommandsWhole(t *testing.T) {
+	notice := `Interrupting: stopping running tasks (press Ctrl-C again to exit at once; "flow resume --state .flow/t.db" continues)`
+	for width := 20; width <= 130; width++ {
+		lines := wrap(notice, width)
+		joined := strings.Join(lines, "\n")
+		if strings.Join(strings.Fields(joined), " ") != notice {
+			t.Fatalf("width %d: words lost or changed: %q", width, lines)
+		}
+		for _, l := range lines {
+			if len([]rune(l)) >= width {
+				t.Errorf("width %d: line %q is not narrower than the terminal", width, l)
+			}
+		}
+		if width > len(`"flow resume --state .flow/t.db"`) && !strings.Contains(joined, `"flow resume --state .flow/t.db"`) {
+			t.Errorf("width %d: the command is broken across lines: %q", width, lines)
+		}
+	}
+	if got := wrap(`a "b c" d`, 5); strings.Join(got, "|") != `a "b|c" d` {
+		t.Errorf("a command longer than a line is broken between its words: %q", got)
+	}
+}
