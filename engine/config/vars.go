@@ -128,7 +128,7 @@ func parseText(v *Variable, text, source string) (cty.Value, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		why := "it is not a value"
 		if len(expr.Variables()) > 0 {
-			why = "it names something, and only a literal value can be given here"
+			why = "a word without quotes is no value here; give the value itself, written as in HCL"
 		}
 		return cty.DynamicVal, textError(v, text, source, why)
 	}
