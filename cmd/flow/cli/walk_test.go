@@ -201,3 +201,20 @@ func TestWrapKeepsCommandsWhole(t *testing.T) {
 		t.Errorf("a command longer than a line is broken between its words: %q", got)
 	}
 }
+
+// TestOutputRaw: --raw, terraform output's flag, prints one string, number or bool as
+// it is, without a newline; a sensitive output is an error, never "(sensitive)".
+func TestOutputRaw(t *testing.T) {
+	h := newHarness(t)
+	h.expect(ExitOK, "run", flowPath("quick.hcl"))
+	for args, want := range map[string]string{"joined": "joined m1,m2", "members": "2"} {
+		if r := h.expect(ExitOK, "output", "--raw", args); r.stdout != want {
+			t.Errorf("output --raw %s: %q, want %q", args, r.stdout, want)
+		}
+	}
+	for _, args := range [][]string{{"output", "--raw", "token"}, {"output", "--raw"}, {"output", "--raw", "--json", "joined"}} {
+		if r := h.expect(ExitInvalid, args...); r.stdout != "" || r.stderr == "" {
+			t.Errorf("flow %s: stdout %q, stderr %q", strings.Join(args, " "), r.stdout, r.stderr)
+		}
+	}
+}
