@@ -87,6 +87,16 @@ func (c *CLI) noStateHere(err error) error {
 	if !c.noneFound || !errors.As(err, new(*engine.NoStateError)) {
 		return err
 	}
-	return failf(ExitInvalid, "no state file in %s: nothing has run here yet (flow run FLOW keeps its state in %s; name another with --state or $FLOW_STATE)",
-		filepath.Join(absPath("."), stateDir), filepath.Join(stateDir, "NAME.db"))
+	return failf(ExitInvalid, "no state file %s: nothing has run here yet (flow run FLOW keeps its state in %s; name another with --state or $FLOW_STATE)",
+		c.whereNoState(""), filepath.Join(stateDir, "NAME.db"))
+}
+
+// whereNoState says where the missing state file path was looked for: "at PATH", or,
+// when resolveState found none in .flow, "in DIR/.flow" (PATH is then a name no
+// command creates).
+func (c *CLI) whereNoState(path string) string {
+	if c.noneFound {
+		return "in " + filepath.Join(absPath("."), stateDir)
+	}
+	return "at " + path
 }

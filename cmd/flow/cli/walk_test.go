@@ -84,16 +84,21 @@ func TestUsageNamesTheMistake(t *testing.T) {
 
 	dir := t.TempDir()
 	t.Chdir(dir)
-	for _, args := range [][]string{{"status"}, {"resume"}, {"runs"}, {"output"}, {"logs", "exec.a"}, {"destroy", "--auto-approve"}, {"plan", "--destroy"}} {
+	here := "no state file in " + filepath.Join(evalSymlinks(dir), ".flow")
+	for _, args := range [][]string{{"status"}, {"resume"}, {"runs"}, {"output"}, {"logs", "exec.a"}, {"plan", "--destroy"},
+		{"destroy", "--auto-approve"}, {"destroy"}} {
 		var stdout, stderr strings.Builder
 		err := New(testRegistry(t), &stdout, &stderr).Execute(args)
-		msg := ""
+		msg := stdout.String() + stderr.String()
 		if err != nil {
-			msg = err.Error()
+			msg += err.Error()
 		}
-		if ExitCode(err) != ExitInvalid || strings.Contains(msg, "state.db") ||
-			!strings.Contains(msg, "no state file in "+filepath.Join(evalSymlinks(dir), ".flow")+": nothing has run here yet") {
-			t.Errorf("flow %s in an empty directory: exit %d, %q", strings.Join(args, " "), ExitCode(err), msg)
+		want, code := here+": nothing has run here yet", ExitInvalid
+		if args[0] == "destroy" { // nothing to undo is no error
+			want, code = "Nothing to destroy: there is "+here+".", ExitOK
+		}
+		if ExitCode(err) != code || strings.Contains(msg, "state.db") || !strings.Contains(msg, want) {
+			t.Errorf("flow %s in an empty directory: exit %d, %q; want %d, %q", strings.Join(args, " "), ExitCode(err), msg, code, want)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".flow")); !os.IsNotExist(err) {
