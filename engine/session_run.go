@@ -39,7 +39,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	if err := s.sameFlow(latest, req.Flow); err != nil && !req.Move { // --move: the flow moved with its project
 		return nil, err
 	}
-	if latest != nil && latest.Status != state.Succeeded && !req.New {
+	if latest != nil && !settled(latest) && !req.New {
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
 	}
 	if err := s.samePlace(h.store, req.Move); err != nil {

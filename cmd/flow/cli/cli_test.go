@@ -206,7 +206,7 @@ func TestTasks(t *testing.T) {
 		}
 	}
 	r = h.expect(ExitInvalid, "tasks", "exce")
-	if !strings.Contains(r.stderr, `no task type "exce"; known types: exec, process, process_stop`) {
+	if !strings.Contains(r.stderr, `no task type "exce". Did you mean "exec"? Known types: exec, process, process_stop`) {
 		t.Errorf("tasks exce: %q", r.stderr)
 	}
 	golden(t, "tasks.txt", h.log.String())

@@ -163,7 +163,7 @@ func (c *CLI) sayNothingToDestroy(err error) (bool, error) {
 	)
 	switch {
 	case errors.As(err, &none):
-		fmt.Fprintf(c.stdout, "Nothing to destroy: there is no state file at %s.\n", none.Path)
+		fmt.Fprintf(c.stdout, "Nothing to destroy: there is no state file %s.\n", c.whereNoState(none.Path))
 	case errors.As(err, &noRuns):
 		fmt.Fprintf(c.stdout, "Nothing to destroy: %s holds no runs.\n", noRuns.Path)
 	case errors.As(err, &nothing):

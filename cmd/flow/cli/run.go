@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -127,14 +128,28 @@ func (c *CLI) addMovedFlow(cmd *cobra.Command) {
 
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			if n == 0 {
-				return fail(ExitInvalid, fmt.Errorf("%s takes no arguments", cmd.CommandPath()))
-			}
-			return fail(ExitInvalid, fmt.Errorf("%s needs %s (see --help)", cmd.CommandPath(), names))
+		switch {
+		case len(args) > n && n == 0:
+			return failf(ExitInvalid, "%s takes no arguments; %s", cmd.CommandPath(), extraArgs(args))
+		case len(args) > n:
+			return failf(ExitInvalid, "%s takes %s only; %s (see --help)", cmd.CommandPath(), names, extraArgs(args[n:]))
+		case len(args) < n:
+			return failf(ExitInvalid, "%s needs %s (see --help)", cmd.CommandPath(), names)
 		}
 		return nil
 	}
+}
+
+// extraArgs names the arguments a command does not take.
+func extraArgs(extra []string) string {
+	q := make([]string, len(extra))
+	for i, a := range extra {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	if len(q) == 1 {
+		return "extra argument " + q[0]
+	}
+	return "extra arguments " + strings.Join(q, ", ")
 }
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
