@@ -131,13 +131,13 @@ func TestPluginVersionRefused(t *testing.T) {
   source = "./old-plugin"
 }
 `)
-	script := "#!/bin/sh\necho '1|2|unix|/nonexistent.sock|grpc'\nsleep 5\n"
+	script := "#!/bin/sh\necho '1|3|unix|/nonexistent.sock|grpc'\nsleep 5\n"
 	if err := os.WriteFile(filepath.Join(dir, "old-plugin"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r := runFlow(t, tag, dir, 30*time.Second, "validate", "flow.hcl")
-	if r.code != 2 || !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), "speaks plugin protocol 2, this flow speaks 1") {
-		t.Errorf("validate of a protocol 2 plugin:\n%s", r.desc)
+	if r.code != 2 || !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), "speaks plugin protocol 3, this flow speaks 1 to 2") {
+		t.Errorf("validate of a protocol 3 plugin:\n%s", r.desc)
 	}
 }
 

@@ -13,9 +13,14 @@ import (
 	pluginpb "github.com/flowdev/flow/plugin/proto"
 )
 
-// ProtocolVersion is the version of flowplugin.proto this flow speaks. A plugin built
-// for another version is refused at start, with a message naming both.
-const ProtocolVersion = 1
+// ProtocolVersion is the version of flowplugin.proto this package serves (plugin/sdk)
+// and flow prefers. Version 2 added Probe apart from Check.
+const ProtocolVersion = 2
+
+// MinProtocolVersion is the oldest version flow still starts: a version 1 plugin has
+// no Probe, and flow asks its Check both questions, as version 1 said. A plugin
+// built for a version outside these is refused at start, with a message naming them.
+const MinProtocolVersion = 1
 
 // Name is the one plugin a flow plugin executable serves in go-plugin's terms.
 const Name = "tasks"
@@ -49,4 +54,13 @@ func (p *GRPC) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.
 // Plugins is the plugin set of both sides.
 func Plugins(server pluginpb.TaskPluginServer) goplugin.PluginSet {
 	return goplugin.PluginSet{Name: &GRPC{Impl: server}}
+}
+
+// VersionedPlugins is the plugin set of flow's side for every version it speaks.
+func VersionedPlugins() map[int]goplugin.PluginSet {
+	out := map[int]goplugin.PluginSet{}
+	for v := MinProtocolVersion; v <= ProtocolVersion; v++ {
+		out[v] = Plugins(nil)
+	}
+	return out
 }

@@ -38,9 +38,10 @@ type Process struct {
 	logger hclog.Logger
 	tail   *tail
 
-	mu     sync.Mutex
-	client *goplugin.Client
-	rpc    pluginpb.TaskPluginClient
+	mu      sync.Mutex
+	client  *goplugin.Client
+	rpc     pluginpb.TaskPluginClient
+	version int // the protocol version the running process speaks
 }
 
 // conn returns a client of the running plugin process, starting it when none runs.
@@ -53,12 +54,17 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 	if p.client != nil {
 		p.client.Kill()
 	}
+	p.tail.restart()
 	cmd := exec.Command(p.Path)
 	setDeathSignal(cmd)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
-		Plugins:          plugin.Plugins(nil),
+		VersionedPlugins: plugin.VersionedPlugins(),
 		Cmd:              cmd,
+		// go-plugin makes a directory for the plugin's socket, tells the plugin
+		// (PLUGIN_UNIX_SOCKET_DIR) and removes it when the process ended, however it
+		// ended: a killed plugin leaves nothing in $TMPDIR.
+		UnixSocketConfig: &goplugin.UnixSocketConfig{},
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Managed:          true,
 		Logger:           p.logger,
@@ -77,7 +83,7 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 		client.Kill()
 		return nil, fmt.Errorf("plugin %q (%s): %w", p.Name, p.Path, err)
 	}
-	p.client, p.rpc = client, raw.(pluginpb.TaskPluginClient)
+	p.client, p.rpc, p.version = client, raw.(pluginpb.TaskPluginClient), client.NegotiatedVersion()
 	return p.rpc, nil
 }
 
@@ -87,8 +93,8 @@ var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 // is named with both versions.
 func (p *Process) startError(err error) error {
 	if m := versionRE.FindStringSubmatch(err.Error()); m != nil {
-		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d: rebuild it for protocol %d",
-			p.Name, p.Path, m[1], plugin.ProtocolVersion, plugin.ProtocolVersion)
+		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d to %d: rebuild it for protocol %d",
+			p.Name, p.Path, m[1], plugin.MinProtocolVersion, plugin.ProtocolVersion, plugin.ProtocolVersion)
 	}
 	return fmt.Errorf("start plugin %q (%s): %w%s", p.Name, p.Path, err, p.tail.lines())
 }
@@ -133,6 +139,14 @@ type tail struct {
 }
 
 const tailLines = 10
+
+// restart forgets the lines of the previous process: a crash report names only the
+// lines of the process that crashed.
+func (t *tail) restart() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial, t.last = nil, nil
+}
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()

@@ -52,6 +52,7 @@ func NewServer(register ...func(*tasks.Registry) error) (*Server, error) {
 // Schema lists the served types.
 func (s *Server) Schema(_ context.Context, req *pluginpb.SchemaRequest) (*pluginpb.SchemaResponse, error) {
 	if v := req.GetProtocolVersion(); v != plugin.ProtocolVersion {
+		// go-plugin's handshake already agreed on this version: only a broken host differs.
 		return nil, fmt.Errorf("flow speaks plugin protocol %d, this plugin %d", v, plugin.ProtocolVersion)
 	}
 	return &pluginpb.SchemaResponse{Types: s.schemas}, nil
@@ -105,6 +106,38 @@ func (s *Server) Check(ctx context.Context, req *pluginpb.TaskRequest) (*pluginp
 		return &pluginpb.CheckResponse{Error: err.Error()}, nil
 	}
 	return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_State(res.State), Detail: res.Detail, Outputs: outs}, nil
+}
+
+// Probe calls the task's Probe with the recorded outputs: a drift is DIFFERS with the
+// drift as detail. A type without Probe is asked its Check; one with neither reports
+// PRESENT (flow does not ask a type whose schema sets neither).
+func (s *Server) Probe(ctx context.Context, req *pluginpb.ProbeRequest) (*pluginpb.CheckResponse, error) {
+	task, err := s.decode(req.GetTask())
+	if err != nil {
+		return &pluginpb.CheckResponse{Error: err.Error()}, nil
+	}
+	p, ok := task.(tasks.Prober)
+	if !ok {
+		if _, checks := task.(tasks.Checker); checks {
+			return s.Check(ctx, req.GetTask())
+		}
+		return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_PRESENT}, nil
+	}
+	var recorded tasks.Outputs
+	if req.GetHasRecorded() {
+		t, _ := s.reg.Lookup(req.GetTask().GetType())
+		if recorded, err = plugin.DecodeOutputs(t.Outputs, req.GetRecorded()); err != nil {
+			return &pluginpb.CheckResponse{Error: fmt.Sprintf("recorded outputs: %v", err)}, nil
+		}
+	}
+	drift, err := p.Probe(ctx, newEnv(req.GetTask(), io.Discard, io.Discard), recorded)
+	switch {
+	case err != nil:
+		return &pluginpb.CheckResponse{Error: err.Error()}, nil
+	case drift != "":
+		return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_DIFFERS, Detail: drift}, nil
+	}
+	return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_PRESENT}, nil
 }
 
 // Run runs the task, streaming what it writes, then sends its result.
