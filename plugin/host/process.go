@@ -36,7 +36,7 @@ type Process struct {
 	Sha256 string // hex digest of the executable when it was found
 
 	logger hclog.Logger
-	tail   *tail
+	tail   *tail // the stderr of the process started last
 
 	mu      sync.Mutex
 	client  *goplugin.Client
@@ -54,7 +54,7 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 	if p.client != nil {
 		p.client.Kill()
 	}
-	p.tail.restart()
+	p.tail = &tail{} // a crash report names only the lines of the process that crashed
 	cmd := exec.Command(p.Path)
 	setDeathSignal(cmd)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
@@ -87,14 +87,27 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 	return p.rpc, nil
 }
 
-var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
+var (
+	versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
+	strayRE   = regexp.MustCompile(`Unrecognized remote plugin message: (.*)`)
+)
 
-// startError says why the plugin did not start; a plugin of another protocol version
-// is named with both versions.
+// startError says why the plugin did not start, in a line of its own, then its stderr:
+// a plugin of another protocol version is named with the versions; one that exited
+// or printed something else before its handshake is said so, without go-plugin's
+// list of guesses.
 func (p *Process) startError(err error) error {
 	if m := versionRE.FindStringSubmatch(err.Error()); m != nil {
 		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d to %d: rebuild it for protocol %d",
 			p.Name, p.Path, m[1], plugin.MinProtocolVersion, plugin.ProtocolVersion, plugin.ProtocolVersion)
+	}
+	why := err.Error()
+	if m := strayRE.FindStringSubmatch(why); m != nil || strings.Contains(why, "exited before we could connect") {
+		why = "it exited before its handshake"
+		if m != nil && strings.TrimSpace(m[1]) != "" {
+			why = fmt.Sprintf("it printed %q on stdout instead of its handshake (a plugin prints nothing else there)", strings.TrimSpace(m[1]))
+		}
+		return fmt.Errorf("start plugin %q (%s): %s%s", p.Name, p.Path, why, p.tail.lines())
 	}
 	return fmt.Errorf("start plugin %q (%s): %w%s", p.Name, p.Path, err, p.tail.lines())
 }
@@ -106,7 +119,7 @@ func (p *Process) callError(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("plugin %q: %s: %w", p.Name, what, ctx.Err())
 	}
 	p.mu.Lock()
-	client := p.client
+	client, stderr := p.client, p.tail
 	p.mu.Unlock()
 	exited := false
 	for deadline := time.Now().Add(2 * time.Second); client != nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -116,9 +129,9 @@ func (p *Process) callError(ctx context.Context, what string, err error) error {
 		}
 	}
 	if exited {
-		return fmt.Errorf("plugin %q exited during %s: %w%s", p.Name, what, err, p.tail.lines())
+		return fmt.Errorf("plugin %q exited during %s: %w%s", p.Name, what, err, stderr.lines())
 	}
-	return fmt.Errorf("plugin %q: %s: %w%s", p.Name, what, err, p.tail.lines())
+	return fmt.Errorf("plugin %q: %s: %w%s", p.Name, what, err, stderr.lines())
 }
 
 // Kill ends the plugin process, if one runs.
@@ -140,13 +153,6 @@ type tail struct {
 
 const tailLines = 10
 
-// restart forgets the lines of the previous process: a crash report names only the
-// lines of the process that crashed.
-func (t *tail) restart() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.partial, t.last = nil, nil
-}
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
