@@ -153,7 +153,6 @@ type tail struct {
 
 const tailLines = 10
 
-
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
