@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -41,7 +42,8 @@ type Process struct {
 	mu      sync.Mutex
 	client  *goplugin.Client
 	rpc     pluginpb.TaskPluginClient
-	version int // the protocol version the running process speaks
+	version int    // the protocol version the running process speaks
+	sockDir string // the directory of its socket
 }
 
 // conn returns a client of the running plugin process, starting it when none runs.
@@ -51,20 +53,26 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 	if p.client != nil && !p.client.Exited() {
 		return p.rpc, nil
 	}
-	if p.client != nil {
-		p.client.Kill()
-	}
+	p.stop()
 	p.tail = &tail{} // a crash report names only the lines of the process that crashed
+	root, err := sockets.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("start plugin %q: %w", p.Name, err)
+	}
+	defer sockets.release()
+	// The plugin makes its socket in a directory of its own (PLUGIN_UNIX_SOCKET_DIR),
+	// which stop removes however the process ended: nothing is left in $TMPDIR.
+	if p.sockDir, err = os.MkdirTemp(root, "plugin-"); err != nil {
+		return nil, fmt.Errorf("start plugin %q: %w", p.Name, err)
+	}
 	cmd := exec.Command(p.Path)
+	cmd.Env = append(os.Environ(), goplugin.EnvUnixSocketDir+"="+p.sockDir)
 	setDeathSignal(cmd)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		VersionedPlugins: plugin.VersionedPlugins(),
 		Cmd:              cmd,
-		// go-plugin makes a directory for the plugin's socket, tells the plugin
-		// (PLUGIN_UNIX_SOCKET_DIR) and removes it when the process ended, however it
-		// ended: a killed plugin leaves nothing in $TMPDIR.
-		UnixSocketConfig: &goplugin.UnixSocketConfig{},
+		SkipHostEnv:      true, // cmd.Env has it, with the socket directory last
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Managed:          true,
 		Logger:           p.logger,
@@ -73,17 +81,18 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 		SyncStdout:       io.Discard,
 		StartTimeout:     StartTimeout,
 	})
+	p.client = client
 	rpcClient, err := client.Client()
 	if err != nil {
-		client.Kill()
+		p.stop()
 		return nil, p.startError(err)
 	}
 	raw, err := rpcClient.Dispense(plugin.Name)
 	if err != nil {
-		client.Kill()
+		p.stop()
 		return nil, fmt.Errorf("plugin %q (%s): %w", p.Name, p.Path, err)
 	}
-	p.client, p.rpc, p.version = client, raw.(pluginpb.TaskPluginClient), client.NegotiatedVersion()
+	p.rpc, p.version = raw.(pluginpb.TaskPluginClient), client.NegotiatedVersion()
 	return p.rpc, nil
 }
 
@@ -138,9 +147,20 @@ func (p *Process) callError(ctx context.Context, what string, err error) error {
 func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.stop()
+	sockets.tidy()
+}
+
+// stop ends the process (go-plugin's Shutdown, a kill 2 s later) and removes its
+// socket directory. The caller holds p.mu.
+func (p *Process) stop() {
 	if p.client != nil {
 		p.client.Kill()
 		p.client = nil
+	}
+	if p.sockDir != "" {
+		_ = os.RemoveAll(p.sockDir)
+		p.sockDir = ""
 	}
 }
 
