@@ -3,7 +3,7 @@ package plugin
 import (
 	"fmt"
 
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 	"github.com/flowdev/flow/tasks"
 )
 

@@ -23,7 +23,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/flowdev/flow/plugin"
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 )
 
 // StartTimeout bounds how long a plugin may take to print its handshake.

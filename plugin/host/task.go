@@ -10,7 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/plugin"
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 	"github.com/flowdev/flow/tasks"
 )
 

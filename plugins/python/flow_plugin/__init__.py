@@ -53,7 +53,7 @@ __all__ = [
     "PROTOCOL_VERSION",
 ]
 
-# The flow task plugin protocol version this package speaks (plugin/proto/flowplugin.proto).
+# The flow task plugin protocol version this package speaks (plugin/sdk/proto/flowplugin.proto).
 PROTOCOL_VERSION = 2
 
 COOKIE_KEY, COOKIE_VALUE = "FLOW_PLUGIN", "task-types"

@@ -1228,7 +1228,7 @@ const file_flowplugin_proto_rawDesc = "" +
 	"\x05Probe\x12\x1c.flow.plugin.v1.ProbeRequest\x1a\x1d.flow.plugin.v1.CheckResponse\x12;\n" +
 	"\x03Run\x12\x1b.flow.plugin.v1.TaskRequest\x1a\x15.flow.plugin.v1.Event0\x01\x12G\n" +
 	"\x06Cancel\x12\x1d.flow.plugin.v1.CancelRequest\x1a\x1e.flow.plugin.v1.CancelResponse\x12B\n" +
-	"\aDestroy\x12\x1e.flow.plugin.v1.DestroyRequest\x1a\x15.flow.plugin.v1.Event0\x01B/Z-github.com/flowdev/flow/plugin/proto;pluginpbb\x06proto3"
+	"\aDestroy\x12\x1e.flow.plugin.v1.DestroyRequest\x1a\x15.flow.plugin.v1.Event0\x01B3Z1github.com/flowdev/flow/plugin/sdk/proto;pluginpbb\x06proto3"
 
 var (
 	file_flowplugin_proto_rawDescOnce sync.Once
