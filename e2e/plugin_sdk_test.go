@@ -108,6 +108,10 @@ task "exec" "gate" {
 	if len(want) != 0 {
 		t.Errorf("status --json plugins %+v: missing or wrong %v", doc.Plugins, want)
 	}
+	plain := flowExit(t, tag, dir, 0, "status", "--state", "s.db")
+	if !strings.Contains(plain.stdout, "Plugins:") || !strings.Contains(plain.stdout, fileSum(t, kvfile)) {
+		t.Errorf("flow status does not name the run's plugins\n%s", plain.desc)
+	}
 	runs := flowExit(t, tag, dir, 0, "runs", "--state", "s.db")
 	if !strings.Contains(runs.stdout, "Run 1 used plugins:") || !strings.Contains(runs.stdout, fileSum(t, jsonfile)) {
 		t.Errorf("flow runs does not name the run's plugins\n%s", runs.desc)

@@ -10,10 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/flowdev/flow/plugin/host"
+	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/taskstest"
 )
 
 // needPython fails the test when Debian's python3 has no grpc (CI installs it).
@@ -99,3 +104,43 @@ func TestSDKServesGoPlugin(t *testing.T) {
 }
 
 func pyQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// TestProtocol1Plugin: flow still serves a plugin of protocol 1 (no Probe): its types
+// load, and a recorded success is probed by its Check, as protocol 1 said (a file
+// with other content is then "gone", Check's Absent, where protocol 2's Probe says it
+// differs).
+func TestProtocol1Plugin(t *testing.T) {
+	needPython(t)
+	dir := t.TempDir()
+	jsonfile, _ := filepath.Abs("flow-plugin-jsonfile")
+	script := filepath.Join(dir, "v1-plugin")
+	src := "#!/usr/bin/python3\nimport runpy, sys\nsys.path.insert(0, " + pyQuote(filepath.Dir(jsonfile)) + ")\n" +
+		"import flow_plugin\nflow_plugin.PROTOCOL_VERSION = 1\n" +
+		"runpy.run_path(" + pyQuote(jsonfile) + ", run_name='__main__')\n"
+	if err := os.WriteFile(script, []byte(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	proc := host.NewProcess("v1", script, nil)
+	t.Cleanup(proc.Kill)
+	types, err := proc.Types(t.Context())
+	if err != nil || len(types) != 1 {
+		t.Fatalf("types %v, %v", types, err)
+	}
+	task := types[0].New()
+	values := map[string]cty.Value{"path": cty.StringVal("v.json"), "value": cty.NumberIntVal(1), "indent": cty.NullVal(cty.Number)}
+	if err := tasks.Decode(task, values); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := taskstest.NewEnv(t)
+	out, err := task.Run(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("v.json", []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if drift, err := task.(tasks.Prober).Probe(t.Context(), env, out); err != nil || drift != "it is gone" {
+		t.Errorf("Probe of a protocol 1 plugin = %q, %v; want Check's answer, %q", drift, err, "it is gone")
+	}
+}
