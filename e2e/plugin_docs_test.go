@@ -37,9 +37,7 @@ func docBlock(t *testing.T, root, lang, marker string) string {
 // plugin (with flow_plugin beside it) and the Go one (its own module with the go.mod
 // of the page, built offline), each through the page's flow and commands.
 func TestPluginDocs(t *testing.T) {
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
-		t.Fatalf("python3-grpcio is missing (bash scripts/apt-install.sh python3-grpcio python3-protobuf): %v\n%s", err, out)
-	}
+	needPython(t)
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
