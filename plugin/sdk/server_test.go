@@ -36,7 +36,9 @@ func TestValues(t *testing.T) {
 		Run: func(_ context.Context, task Task, env *Env) (Values, error) {
 			return Values{"o": task["d"], "n": task["m"].(map[string]any)["k"]}, nil
 		},
-		Probe: func(context.Context, Task, *Env, Values) (Answer, error) { return Answer{State: Differs, Detail: "changed"}, nil },
+		Probe: func(context.Context, Task, *Env, Values) (Answer, error) {
+			return Answer{State: Differs, Detail: "changed"}, nil
+		},
 	}
 	srv, err := NewServer(typ)
 	if err != nil {
