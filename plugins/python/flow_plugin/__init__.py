@@ -410,8 +410,10 @@ class _Service:
 
 
 def _bug(what, e):
+    """An exception other than Invalid: its type and message are the call's error,
+    its traceback goes to stderr."""
     log.error("%s: %s", what, traceback.format_exc())
-    return "plugin %s failed: %s: %s" % (what, type(e).__name__, e)
+    return "%s: %s" % (type(e).__name__, e)
 
 
 def _handlers(service, shutdown):
