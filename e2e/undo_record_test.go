@@ -115,7 +115,6 @@ func TestOneStatePerPlace(t *testing.T) {
 	}
 }
 
-
 // TestRemovedInstancesShown (item 4): after a shrink, status (and --json) shows the
 // dropped instances as removed, the summary counts them, and a plan after the flow
 // grows again says the run removed them.

@@ -108,4 +108,3 @@ func TestParseRecord(t *testing.T) {
 		})
 	}
 }
-
