@@ -23,6 +23,7 @@ test: build
 	bash scripts/lab-setup.sh
 	bash scripts/k8s-bins.sh
 	$(GO) vet $(PKGS)
+	cd plugin/sdk && GOPROXY=off GOFLAGS=-mod=readonly $(GO) vet ./... && GOPROXY=off GOFLAGS=-mod=readonly $(GO) test -count=1 ./...  # the SDK, a module of its own
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
 	$(GO) test -count=1 -timeout 75m $(PKGS)
@@ -120,7 +121,8 @@ demo-teardown: build
 	./$(BIN) destroy --state $(DEMO_STATE) --auto-approve
 
 # The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
-# one line per problem, per cluster. Read-only.
+# one line per problem, per cluster, each with the command that repairs it; exits 1 unless
+# every line is ok. Read-only.
 demo-doctor: build
 	./$(BIN) run flows/lab-doctor.hcl --new --state .flow/lab-doctor.db
 

@@ -279,6 +279,15 @@ type statusDoc struct {
 	Tasks  []taskDoc `json:"tasks"`
 	// Outputs are the run's outputs as flow output --json prints them.
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	// Plugins are the plugin executables the run used.
+	Plugins []pluginDoc `json:"plugins,omitempty"`
+}
+
+type pluginDoc struct {
+	Name   string   `json:"name"`
+	Path   string   `json:"path"`
+	Sha256 string   `json:"sha256"`
+	Types  []string `json:"types"`
 }
 
 type taskDoc struct {

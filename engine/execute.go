@@ -277,6 +277,7 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		// status and the summary) would otherwise grow a long run's heap with every success.
 		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
 		rec.Inputs, rec.Withheld, rec.Retain = res.inputs, res.withheld, res.inst.Task.RetainOnDestroy
+		rec.Dir, rec.Group, rec.GroupStart = c.opts.Dir, 0, 0
 		if res.inputs != nil { // it can be undone: once the flow drops it, in dependency order
 			rec.Deps, rec.DepsKnown = res.inst.Deps, true
 		}
@@ -305,7 +306,7 @@ func (c *coordinator) failed(res *attemptResult, elapsed time.Duration) {
 	msg := c.plan.Scope.Redact(res.err.Error())
 	if res.retryable && res.attempt < res.retry.Attempts && !c.stopping {
 		delay := backoffDelay(res.retry.Delay, res.retry.MaxDelay, res.attempt)
-		c.say("%s: attempt %d of %d failed in %s: %s; retrying in %s", addr, res.attempt, res.retry.Attempts, elapsed, msg, round(delay))
+		c.say("%s: attempt %d of %d failed in %s: %s%s", addr, res.attempt, res.retry.Attempts, elapsed, msg, retryNote(addr, msg, round(delay)))
 		c.update(addr, func(rec *state.Instance) { rec.Error = msg })
 		inst, next := res.inst, res.attempt+1
 		c.backoff[addr] = time.AfterFunc(delay, func() { c.events <- retryDue{inst: inst, attempt: next} })

@@ -88,7 +88,7 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	reg, d := f.loadPlugins(blocks.OfType("plugin"), reg)
 	diags = append(diags, d...)
 	for _, b := range blocks.OfType("task") {
-		diags = append(diags, f.decodeTask(b, reg)...)
+		diags = append(diags, unlessPluginFailed(d, f.decodeTask(b, reg))...)
 	}
 	for _, b := range blocks.OfType("output") {
 		diags = append(diags, f.decodeOutput(b)...)
@@ -146,6 +146,10 @@ func errorf(subject hcl.Range, summary, detail string, args ...any) *hcl.Diagnos
 		Detail: fmt.Sprintf(detail, args...), Subject: subject.Ptr(),
 	}
 }
+
+// Suggest returns ` Did you mean "x"?` for the candidate closest to given (at most
+// two edits away), or "".
+func Suggest(given string, candidates []string) string { return suggest(given, candidates) }
 
 // suggest returns ` Did you mean "x"?` for the closest candidate, or "".
 func suggest(given string, candidates []string) string {
