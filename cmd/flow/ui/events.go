@@ -18,8 +18,8 @@ type update struct {
 // events streams run ?run= (0: the latest, following a new run as it starts) as
 // server-sent events: a "run" event with the whole Detail first (and again when the
 // latest run is another one), then an "update" event whenever something changed, read
-// from the Source every s.Every while the page is open. A Source error is sent as an
-// "problem" event and the stream goes on.
+// from the Source every s.Every (longer when reading takes long, see pause) while the
+// page is open. A Source error is sent as a "problem" event and the stream goes on.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	id, err := runID(r)
 	if err != nil {
@@ -35,10 +35,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	var last *Detail
 	var known map[string]*Instance
-	tick := time.NewTicker(s.Every)
-	defer tick.Stop()
 	for {
+		began := time.Now()
 		d, err := s.read(id)
+		wait := pause(s.Every, time.Since(began))
 		switch {
 		case err != nil:
 			send(w, "problem", err.Error())
@@ -57,10 +57,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-tick.C:
+		case <-time.After(wait):
 		}
 	}
 }
+
+// pause is how long the stream waits before it reads again: every, or when a read
+// took long (a run of many thousands of instances, asked of the process running it),
+// dutyCycle times that, so an open page keeps its share of the run's time small.
+func pause(every, took time.Duration) time.Duration {
+	return max(every, took*dutyCycle)
+}
+
+// dutyCycle bounds the share of time the stream spends reading to 1 in 20.
+const dutyCycle = 20
 
 func index(insts []Instance) map[string]*Instance {
 	m := make(map[string]*Instance, len(insts))

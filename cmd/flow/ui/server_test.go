@@ -126,3 +126,15 @@ func readEvents(r io.Reader) <-chan [2]string {
 	}()
 	return out
 }
+
+func TestPause(t *testing.T) {
+	for _, tt := range []struct{ took, want time.Duration }{
+		{time.Millisecond, 500 * time.Millisecond},
+		{25 * time.Millisecond, 500 * time.Millisecond},
+		{100 * time.Millisecond, 2 * time.Second},
+	} {
+		if got := pause(500*time.Millisecond, tt.took); got != tt.want {
+			t.Errorf("a read of %s: pause %s, want %s", tt.took, got, tt.want)
+		}
+	}
+}
