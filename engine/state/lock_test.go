@@ -32,6 +32,9 @@ type childResult struct {
 }
 
 func TestMain(m *testing.M) {
+	if loc := os.Getenv(childHoldEnv); loc != "" {
+		os.Exit(childHold(loc))
+	}
 	if path := os.Getenv(childPathEnv); path != "" {
 		os.Exit(childOpen(path, os.Getenv(childReadOnlyEnv) == "1"))
 	}

@@ -45,7 +45,10 @@ func parseLocation(loc string) (*pgLocation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("malformed PostgreSQL URL: %w", redactURLError(err))
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("malformed PostgreSQL URL %s: %w", u.Redacted(), err)
+	}
 	l := &pgLocation{schema: DefaultSchema, name: DefaultStateName}
 	if v := q.Get("schema"); v != "" {
 		l.schema = v

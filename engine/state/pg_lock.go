@@ -24,12 +24,12 @@ import (
 
 // Holder is who holds (or last held) a state's writer lock.
 type Holder struct {
-	Host      string    `json:"host"`
-	PID       int       `json:"pid"`
-	User      string    `json:"user"`
-	Started   time.Time `json:"started"`
-	BackendPID uint32   `json:"backend_pid,omitempty"` // the holder's server process
-	Epoch     int64     `json:"epoch,omitempty"`
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	User       string    `json:"user"`
+	Started    time.Time `json:"started"`
+	BackendPID uint32    `json:"backend_pid,omitempty"` // the holder's server process
+	Epoch      int64     `json:"epoch,omitempty"`
 }
 
 func (h *Holder) String() string {
