@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"net/url"
 	"os"
 )
 
@@ -48,4 +49,16 @@ func (s *Store) WriterActive() bool {
 	}
 	info, err := s.pg.lockInfo()
 	return err == nil && info.Held
+}
+
+// Display is loc as messages show it: a PostgreSQL URL without its password.
+func Display(loc string) string {
+	if !IsURL(loc) {
+		return loc
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "a malformed PostgreSQL URL"
+	}
+	return u.Redacted()
 }

@@ -21,6 +21,8 @@ var pgMigrations = []string{
 		epoch      bigint NOT NULL DEFAULT 0,
 		latest     bigint NOT NULL DEFAULT 0,
 		holder     jsonb,
+		origin     text,           -- the state this one was migrated from
+		moved_to   text,           -- set once this state was migrated elsewhere
 		created_at timestamptz NOT NULL DEFAULT now()
 	);
 	CREATE TABLE {{s}}.runs (

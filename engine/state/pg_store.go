@@ -74,7 +74,12 @@ func openPG(loc string, opts Options) (*Store, error) {
 		conn.Close(ctx)
 		return nil, err
 	}
-	return &Store{path: loc, pg: p}, nil
+	st := &Store{path: loc, pg: p}
+	if err := st.refuseMoved(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 func (p *pgStore) lock(ctx context.Context, first *Run) error {

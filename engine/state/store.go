@@ -151,7 +151,12 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	// Holding the exclusive lock, the pid file is ours to write.
 	_ = os.WriteFile(pidPath(path), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
-	return &Store{path: path, db: db}, nil
+	st := &Store{path: path, db: db}
+	if err := st.refuseMoved(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // wrapOpen names the file in err unless err already does.

@@ -38,11 +38,11 @@ const (
 // Cluster is one running throwaway cluster. Its methods are safe for one
 // goroutine at a time.
 type Cluster struct {
-	Dir  string // data directory (removed by Stop)
-	Port int
-	bin  string
+	Dir   string // data directory (removed by Stop)
+	Port  int
+	bin   string
 	runAs string // "" or the user the server runs as
-	root string // the temporary directory holding Dir and the socket
+	root  string // the temporary directory holding Dir and the socket
 }
 
 // Start creates and starts a cluster. The error says what is missing when
