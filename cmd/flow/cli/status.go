@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/engine/live"
+	"github.com/flowdev/flow/engine/state"
 )
 
 // statusDoc is the `flow status --json` contract.
