@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowdev/flow/internal/pgtest"
 )
 
 var (
@@ -41,6 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	pgtest.Cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

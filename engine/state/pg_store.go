@@ -62,7 +62,7 @@ func openPG(loc string, opts Options) (*Store, error) {
 	if opts.ReadOnly {
 		ok, err := l.exists(ctx, conn)
 		if err == nil && !ok {
-			err = fmt.Errorf("state %s: %w", l.display, fs.ErrNotExist)
+			err = fmt.Errorf("state %s: nothing has run there yet (%w)", l.display, fs.ErrNotExist)
 		}
 		if err != nil {
 			conn.Close(ctx)

@@ -102,7 +102,7 @@ with "flow resume" without redoing what succeeded.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file (default $FLOW_STATE, else .flow/NAME.db for a flow NAME.hcl or directory NAME)")
+	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file or postgres:// URL (default $FLOW_STATE, else .flow/NAME.db for a flow NAME.hcl or directory NAME)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return c.resolveState(cmd, args) }
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().BoolVar(&c.logJSON, "log-json", false, "write flow's own logs as JSON")
@@ -114,6 +114,7 @@ with "flow resume" without redoing what succeeded.`,
 	})
 	root.AddCommand(c.runCmd(), c.resumeCmd(), c.statusCmd(), c.planCmd(), c.graphCmd(),
 		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd(), c.versionCmd())
+	root.AddCommand(c.stateCmd())
 	c.root = root
 	return c
 }

@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowdev/flow/internal/pgtest"
+)
+
+// The PostgreSQL e2e tests run flow processes standing for two machines (their
+// own HOME and working directory each) on one state in a throwaway cluster
+// (internal/pgtest). The lab is testdata/pg_lab.hcl: exec tasks whose objects are
+// files and whose every execution leaves a mark (the busybox LXD lab is not used
+// here: exec tasks with marker files show the same state behaviour in seconds).
+
+// machine is one of the two: its working directory and HOME.
+type machine struct{ dir, home string }
+
+func newMachine(t *testing.T) machine {
+	m := machine{dir: t.TempDir(), home: t.TempDir()}
+	return m
+}
+
+// flow runs flow on machine m to completion.
+func (m machine) flow(t *testing.T, tag string, args ...string) result {
+	t.Helper()
+	t.Setenv("HOME", m.home)
+	return runFlow(t, tag, m.dir, 60*time.Second, args...)
+}
+
+// start starts flow on machine m.
+func (m machine) start(t *testing.T, tag string, args ...string) *proc {
+	t.Helper()
+	t.Setenv("HOME", m.home)
+	return start(t, tag, m.dir, args...)
+}
+
+type pgLab struct {
+	url, marks, objects, flowFile string
+	vars                          []string
+}
+
+func newPGLab(t *testing.T, name string) pgLab {
+	dir := t.TempDir()
+	l := pgLab{url: pgtest.Database(t) + "&state=" + name, marks: filepath.Join(dir, "marks"),
+		objects: filepath.Join(dir, "objects"), flowFile: testdata(t, "pg_lab.hcl")}
+	l.vars = []string{"--var", "marks=" + l.marks, "--var", "objects=" + l.objects}
+	return l
+}
+
+func (l pgLab) markCounts(t *testing.T) map[string]int {
+	data, err := os.ReadFile(l.marks)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line != "" {
+			n[line]++
+		}
+	}
+	return n
+}
+
+// markOf is the mark line of an instance address: exec.node["n1"] -> "node n1".
+func markOf(addr string) string {
+	addr = strings.TrimPrefix(addr, "exec.")
+	name, key, ok := strings.Cut(addr, "[")
+	if !ok {
+		return name
+	}
+	return name + " " + strings.Trim(key, `"[]`)
+}
+
+// waitStatus polls status from m until ok says so, returning the last document.
+func waitPGStatus(t *testing.T, m machine, tag, url string, ok func(statusDoc) bool) statusDoc {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := m.flow(t, tag, "status", "--json", "--state", url)
+		if r.code == 0 {
+			doc, err := decodeStatus(r.stdout)
+			if err != nil {
+				t.Fatalf("status from the other machine: %v\n%s", err, r.desc)
+			}
+			if ok(doc) {
+				return doc
+			}
+		} else if !strings.Contains(r.stderr, "nothing has run") && !strings.Contains(r.stderr, "no state") && !strings.Contains(r.stderr, "no runs") {
+			t.Fatalf("status from the other machine failed:\n%s", r.desc)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status did not get there within 30s; last:\n%s", r.desc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func countPG(doc statusDoc, status string) int {
+	n := 0
+	for _, task := range doc.Tasks {
+		if task.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPostgresTwoMachines: A runs the lab on a PostgreSQL state; B's status and logs
+// follow it; B's run is refused naming A; A is SIGKILLed mid-run; B resumes and
+// finishes, running no instance recorded as succeeded again; B destroys.
+func TestPostgresTwoMachines(t *testing.T) {
+	binary(t)
+	lab := newPGLab(t, "lab")
+	a, b := newMachine(t), newMachine(t)
+	tagA, tagB := newTag(t), newTag(t)
+
+	pa := a.start(t, tagA, append([]string{"run", lab.flowFile, "--state", lab.url, "--parallelism", "2"}, lab.vars...)...)
+	doc := waitPGStatus(t, b, tagB, lab.url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 2 })
+	if doc.Status != "running" {
+		t.Errorf("B sees run status %q while A runs, want running", doc.Status)
+	}
+	if r := b.flow(t, tagB, "logs", "exec.net", "--state", lab.url); r.code != 0 || strings.TrimSpace(r.stdout) != "net" {
+		t.Errorf("B's logs of exec.net while A runs:\n%s", r.desc)
+	}
+	if r := b.flow(t, tagB, "runs", "--state", lab.url); r.code != 0 || !strings.Contains(r.stdout, "running") {
+		t.Errorf("B's runs while A runs:\n%s", r.desc)
+	}
+	r := b.flow(t, tagB, append([]string{"run", lab.flowFile, "--state", lab.url}, lab.vars...)...)
+	host, _ := os.Hostname()
+	if r.code == 0 || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", pa.pid())) || !strings.Contains(r.stderr, host) {
+		t.Fatalf("B's run while A holds the state was not refused naming A (pid %d):\n%s", pa.pid(), r.desc)
+	}
+	if strings.Contains(r.stderr, pgtest.Password) {
+		t.Errorf("the refusal shows the password:\n%s", r.desc)
+	}
+	if r := b.flow(t, tagB, "state", "lock", "--state", lab.url); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("pid %d", pa.pid())) {
+		t.Errorf("B's flow state lock does not name A:\n%s", r.desc)
+	}
+
+	// SIGKILL A (and its tasks, as a crash of its machine would).
+	doc = waitPGStatus(t, b, tagB, lab.url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 5 })
+	pa.killGroup()
+	<-pa.done
+	killTagged(tagA)
+	doc = waitPGStatus(t, b, tagB, lab.url, func(statusDoc) bool { return true })
+	if doc.Status != "interrupted" {
+		t.Errorf("after A's SIGKILL B sees %q, want interrupted", doc.Status)
+	}
+	before := lab.markCounts(t)
+	var done []string
+	for _, task := range doc.Tasks {
+		if task.Status == "succeeded" {
+			done = append(done, task.Address)
+		}
+	}
+	if r := b.flow(t, tagB, "resume", "--state", lab.url); r.code != 0 {
+		t.Fatalf("B's resume after A's SIGKILL:\n%s", r.desc)
+	}
+	after := lab.markCounts(t)
+	for _, addr := range done {
+		if after[markOf(addr)] != before[markOf(addr)] {
+			t.Errorf("%s, succeeded before the kill, ran again on B (%d -> %d)", addr, before[markOf(addr)], after[markOf(addr)])
+		}
+	}
+	doc = waitPGStatus(t, b, tagB, lab.url, func(statusDoc) bool { return true })
+	if doc.Status != "succeeded" || countPG(doc, "succeeded") != 13 {
+		t.Fatalf("after B's resume: %s with %d succeeded", doc.Status, countPG(doc, "succeeded"))
+	}
+	objs, _ := filepath.Glob(filepath.Join(lab.objects, "*"))
+	if len(objs) != 13 {
+		t.Errorf("%d objects after the resume, want 13", len(objs))
+	}
+	// A's status, from A's directory, agrees.
+	if r := a.flow(t, tagA, "status", "--state", lab.url); r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
+		t.Errorf("A's status:\n%s", r.desc)
+	}
+
+	if r := b.flow(t, tagB, "destroy", "--auto-approve", "--state", lab.url); r.code != 0 {
+		t.Fatalf("B's destroy:\n%s", r.desc)
+	}
+	objs, _ = filepath.Glob(filepath.Join(lab.objects, "*"))
+	if len(objs) != 0 {
+		t.Errorf("objects left after the destroy: %v", objs)
+	}
+}
+
+// lockDoc is `flow state lock --json`.
+type lockDoc struct {
+	Held   bool `json:"Held"`
+	Holder *struct {
+		PID        int    `json:"pid"`
+		BackendPID uint32 `json:"backend_pid"`
+		Epoch      int64  `json:"epoch"`
+	} `json:"Holder"`
+}
+
+// TestPostgresFencing: A holds the state and is SIGSTOPped; its session is ended (as a
+// partition or the server's timeout would); B takes over and finishes; A, continued,
+// commits nothing.
+func TestPostgresFencing(t *testing.T) {
+	binary(t)
+	c := pgtest.Shared(t)
+	lab := newPGLab(t, "fence")
+	a, b := newMachine(t), newMachine(t)
+	tagA, tagB := newTag(t), newTag(t)
+
+	pa := a.start(t, tagA, append([]string{"run", lab.flowFile, "--state", lab.url, "--parallelism", "2"}, lab.vars...)...)
+	waitPGStatus(t, b, tagB, lab.url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 3 })
+	if err := syscall.Kill(-pa.pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	r := b.flow(t, tagB, "state", "lock", "--json", "--state", lab.url)
+	var lock lockDoc
+	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pa.pid() {
+		t.Fatalf("state lock while A is stopped: %v\n%s", err, r.desc)
+	}
+	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.flow(t, tagB, "resume", "--state", lab.url); r.code != 0 {
+		syscall.Kill(-pa.pid(), syscall.SIGCONT)
+		t.Fatalf("B's resume after A's session ended:\n%s", r.desc)
+	}
+	snapshot := func() string {
+		r := b.flow(t, tagB, "status", "--json", "--state", lab.url)
+		runs := b.flow(t, tagB, "runs", "--state", lab.url)
+		return r.stdout + runs.stdout
+	}
+	taken := snapshot()
+	if err := syscall.Kill(-pa.pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if !pa.wait(60 * time.Second) {
+		t.Fatalf("A did not stop after it was continued\n%s", pa.describe())
+	}
+	if pa.code() == 0 {
+		t.Errorf("A finished successfully after B took over:\n%s", pa.describe())
+	}
+	if !strings.Contains(pa.stderr.String()+pa.stdout.String(), "taken over") {
+		t.Errorf("A does not say the state was taken over:\n%s", pa.describe())
+	}
+	t.Logf("A after it was continued: exit %d\n%s", pa.code(), pa.stderr.String())
+	if now := snapshot(); now != taken {
+		t.Errorf("A committed after B took over:\nbefore:\n%s\nafter:\n%s", taken, now)
+	}
+}
