@@ -252,3 +252,75 @@ func TestPostgresFencing(t *testing.T) {
 		t.Errorf("A committed after B took over:\nbefore:\n%s\nafter:\n%s", taken, now)
 	}
 }
+
+// TestPostgresRestartMidRun: the server restarts (immediate shutdown, as a crash)
+// while a run commits; the run waits, reconnects, takes its lock back and finishes,
+// and every instance ran once.
+func TestPostgresRestartMidRun(t *testing.T) {
+	binary(t)
+	c := pgtest.Shared(t)
+	lab := newPGLab(t, "restart")
+	a := newMachine(t)
+	tag := newTag(t)
+	pa := a.start(t, tag, append([]string{"run", lab.flowFile, "--state", lab.url, "--parallelism", "2"}, lab.vars...)...)
+	waitPGStatus(t, a, newTag(t), lab.url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 3 })
+	if err := c.Restart(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !pa.wait(90 * time.Second) {
+		t.Fatalf("the run did not finish after the restart\n%s", pa.describe())
+	}
+	if pa.code() != 0 {
+		t.Fatalf("the run failed after the server restarted:\n%s", pa.describe())
+	}
+	doc := waitPGStatus(t, a, tag, lab.url, func(statusDoc) bool { return true })
+	if doc.Status != "succeeded" || countPG(doc, "succeeded") != 13 {
+		t.Errorf("after the restart: %s with %d succeeded", doc.Status, countPG(doc, "succeeded"))
+	}
+	for mark, n := range lab.markCounts(t) {
+		if n != 1 {
+			t.Errorf("%s ran %d times", mark, n)
+		}
+	}
+	if r := a.flow(t, tag, "runs", "--state", lab.url); strings.Count(r.stdout, "succeeded") != 1 {
+		t.Errorf("runs after the restart:\n%s", r.desc)
+	}
+}
+
+// TestPostgresBadAddress: an unreachable server, a wrong password, a missing database
+// and a malformed URL each fail a run at once with one line naming the problem, and
+// create nothing.
+func TestPostgresBadAddress(t *testing.T) {
+	binary(t)
+	c := pgtest.Shared(t)
+	lab := newPGLab(t, "bad")
+	a := newMachine(t)
+	tag := newTag(t)
+	good := lab.url
+	tests := []struct{ name, url, want string }{
+		{"unreachable", fmt.Sprintf("postgres://flow@127.0.0.1:%d/flow?state=x", c.Port+1), fmt.Sprintf("127.0.0.1:%d", c.Port+1)},
+		{"wrong password", strings.Replace(good, pgtest.Password, "nope", 1), "wrong password"},
+		{"missing database", strings.Replace(c.URL("nodb"), "?", "?state=x&", 1), `database "nodb"`},
+		{"malformed", "postgres://flow@127.0.0.1:99999999/flow", "malformed PostgreSQL URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, cmd := range [][]string{append([]string{"run", lab.flowFile, "--state", tt.url}, lab.vars...), {"status", "--state", tt.url}} {
+				r := a.flow(t, tag, cmd...)
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if r.code == 0 || !strings.Contains(r.stderr, tt.want) || len(lines) != 1 || r.took > 20*time.Second {
+					t.Errorf("flow %s: want one line naming %q\n%s", cmd[0], tt.want, r.desc)
+				}
+				if strings.Contains(r.stderr, pgtest.Password) || strings.Contains(r.stderr, "nope") {
+					t.Errorf("the error shows the password:\n%s", r.desc)
+				}
+			}
+		})
+	}
+	if out, _ := c.SQL("postgres", "SELECT count(*) FROM pg_database WHERE datname = 'nodb'"); out != "0" {
+		t.Error("a database was created")
+	}
+	if _, err := os.Stat(lab.marks); !os.IsNotExist(err) {
+		t.Error("a task ran")
+	}
+}
