@@ -444,19 +444,24 @@ func (p *pgStore) logs(runID uint64, address string) ([]byte, error) {
 // commit is the group commit: one implicit transaction (one round trip) with the
 // fence, every record, every log and the run record.
 func (p *pgStore) commit(runID uint64, run *Run, records, logged []keyed) error {
-	var found bool
-	err := p.do(func(ctx context.Context, conn *pgx.Conn) (err error) {
-		found, err = p.runExists(ctx, conn, runID)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if !found {
-		return ErrNotFound
+	// With records or logs to write, their foreign key on the run says whether it
+	// exists, in the same round trip; without, ask.
+	if len(records) == 0 && !slices.ContainsFunc(logged, func(k keyed) bool { return len(k.data) > 0 }) {
+		var found bool
+		err := p.do(func(ctx context.Context, conn *pgx.Conn) (err error) {
+			found, err = p.runExists(ctx, conn, runID)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrNotFound
+		}
 	}
 	var runDoc []byte
 	if run != nil {
+		var err error
 		if runDoc, err = json.Marshal(run); err != nil {
 			return err
 		}
@@ -480,7 +485,7 @@ func (p *pgStore) commit(runID uint64, run *Run, records, logged []keyed) error 
 	}
 	logAddrs, logData := split(put)
 	goneAddrs, _ := split(gone)
-	return p.write(func(b *pgx.Batch) {
+	err := p.write(func(b *pgx.Batch) {
 		if len(addrs) > 0 {
 			b.Queue("INSERT INTO "+p.loc.table("instances")+" (state, run, address, doc) SELECT $1, $2, a, d FROM unnest($3::text[], $4::bytea[]) AS u(a, d)"+
 				" ON CONFLICT (state, run, address) DO UPDATE SET doc = EXCLUDED.doc", p.loc.name, runID, addrs, docs)
@@ -496,6 +501,11 @@ func (p *pgStore) commit(runID uint64, run *Run, records, logged []keyed) error 
 			b.Queue("UPDATE "+p.loc.table("runs")+" SET doc = $3 WHERE state = $1 AND id = $2", p.loc.name, runID, runDoc)
 		}
 	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: no such run
+		return ErrNotFound
+	}
+	return err
 }
 
 func split(ks []keyed) ([]string, [][]byte) {
