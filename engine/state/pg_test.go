@@ -318,3 +318,29 @@ func TestPGServerRestart(t *testing.T) {
 		t.Errorf("%d runs, want 2", len(runs))
 	}
 }
+
+// TestPGFenceInTransaction: the fence alone refuses a write whose epoch moved on
+// while the writer's session lived on (as through a transaction-pooling proxy,
+// which breaks session locks): nothing of the commit is stored.
+func TestPGFenceInTransaction(t *testing.T) {
+	loc := pgState(t)
+	a := open(t, loc)
+	r := &Run{Flow: "f", Status: Running}
+	if err := a.CreateRun(r); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := parseLocation(loc)
+	db := l.config.Database
+	if _, err := pgtest.Shared(t).SQL(db, fmt.Sprintf("UPDATE flow.states SET epoch = epoch + 1 WHERE name = '%s'", l.name)); err != nil {
+		t.Fatal(err)
+	}
+	err := a.Commit(r.ID, &Run{ID: r.ID, Status: Succeeded}, []*Instance{{Address: "a", Status: Succeeded}}, map[string][]byte{"a": []byte("x")})
+	if !errors.As(err, new(*FencedError)) {
+		t.Fatalf("commit after the epoch moved: %v, want *FencedError", err)
+	}
+	in, _ := a.Instances(r.ID)
+	got, _ := a.GetRun(r.ID)
+	if len(in) != 0 || got.Status != Running {
+		t.Errorf("a fenced commit stored %d instances, run %s", len(in), got.Status)
+	}
+}
