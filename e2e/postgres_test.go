@@ -273,6 +273,10 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	if pa.code() != 0 {
 		t.Fatalf("the run failed after the server restarted:\n%s", pa.describe())
 	}
+	t.Logf("stderr of the run:\n%s", pa.stderr.String())
+	if !strings.Contains(pa.stderr.String(), "waiting for it") || !strings.Contains(pa.stderr.String(), "is back") {
+		t.Errorf("the run did not say it waited for the database:\n%s", pa.describe())
+	}
 	doc := waitPGStatus(t, a, tag, lab.url, func(statusDoc) bool { return true })
 	if doc.Status != "succeeded" || countPG(doc, "succeeded") != 13 {
 		t.Errorf("after the restart: %s with %d succeeded", doc.Status, countPG(doc, "succeeded"))

@@ -167,6 +167,15 @@ func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held,
 			return nil, nil, err
 		}
 	}
+	if log := req.logger(nil); log != nil {
+		opts.Waiting = func(err error, left time.Duration) {
+			if err != nil {
+				log.Warn("the state's database connection broke; waiting for it", "state", s.path, "for at most", left.Round(time.Second), "error", err)
+			} else {
+				log.Warn("the state's database is back; the run goes on", "state", s.path)
+			}
+		}
+	}
 	store, err := state.Open(s.file, opts)
 	if err != nil {
 		return nil, nil, err

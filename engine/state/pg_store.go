@@ -27,6 +27,7 @@ type pgStore struct {
 	loc      *pgLocation
 	readOnly bool
 	retryFor time.Duration
+	waiting  func(error, time.Duration)
 
 	mu     sync.Mutex
 	conn   *pgx.Conn // nil after a break until the next call connects
@@ -55,7 +56,7 @@ func openPG(loc string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pgStore{loc: l, readOnly: opts.ReadOnly, retryFor: opts.RetryFor, conn: conn}
+	p := &pgStore{loc: l, readOnly: opts.ReadOnly, retryFor: opts.RetryFor, waiting: opts.Waiting, conn: conn}
 	if p.retryFor <= 0 {
 		p.retryFor = defaultRetryFor
 	}
@@ -174,6 +175,12 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	ctx := context.Background()
 	deadline := time.Now().Add(p.retryFor)
 	var last error
+	told := false
+	defer func() {
+		if told && p.waiting != nil {
+			p.waiting(nil, 0)
+		}
+	}()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		if p.conn == nil {
 			if err := p.reconnect(ctx); err != nil {
@@ -195,6 +202,10 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 			last = err
 			p.conn.Close(ctx)
 			p.conn = nil
+		}
+		if !told && p.waiting != nil {
+			p.waiting(last, time.Until(deadline))
+			told = true
 		}
 		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("state %s: the connection broke and did not come back within %s: %w", p.loc.display, p.retryFor, last)

@@ -49,6 +49,11 @@ type Options struct {
 	// connection to come back (the server restarting) before it fails; 0 means 60s.
 	// Files ignore it.
 	RetryFor time.Duration
+
+	// Waiting, if set, is told once per outage that a call on a PostgreSQL state
+	// lost its connection and waits up to the time left for it to come back, so that
+	// a long wait shows; and again with a nil error once it is back.
+	Waiting func(err error, left time.Duration)
 }
 
 // DefaultPath returns the state file to use when the user names none: the
