@@ -194,12 +194,12 @@ func TestPostgresTwoMachines(t *testing.T) {
 
 // lockDoc is `flow state lock --json`.
 type lockDoc struct {
-	Held   bool `json:"Held"`
+	Held   bool `json:"held"`
 	Holder *struct {
 		PID        int    `json:"pid"`
 		BackendPID uint32 `json:"backend_pid"`
 		Epoch      int64  `json:"epoch"`
-	} `json:"Holder"`
+	} `json:"holder"`
 }
 
 // TestPostgresFencing: A holds the state and is SIGSTOPped; its session is ended (as a
@@ -326,5 +326,60 @@ func TestPostgresBadAddress(t *testing.T) {
 	}
 	if _, err := os.Stat(lab.marks); !os.IsNotExist(err) {
 		t.Error("a task ran")
+	}
+}
+
+// TestPostgresMigrate: flow state migrate moves a file's state to PostgreSQL, where
+// status reads it and a resume continues it; the file refuses writers from then on;
+// and back to a new file.
+func TestPostgresMigrate(t *testing.T) {
+	binary(t)
+	lab := newPGLab(t, "migrated")
+	a := newMachine(t)
+	tag := newTag(t)
+	file := filepath.Join(a.dir, "lab.db")
+	// A run interrupted half way, in a file.
+	p := a.start(t, tag, append([]string{"run", lab.flowFile, "--state", file, "--parallelism", "1"}, lab.vars...)...)
+	deadline := time.Now().Add(30 * time.Second)
+	for lab.markCounts(t)["node n3"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.signal(t, syscall.SIGINT)
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the run did not stop on SIGINT")
+	}
+	before := a.flow(t, tag, "status", "--json", "--state", file)
+	if r := a.flow(t, tag, "state", "migrate", "--state", file, "--to", lab.url); r.code != 0 || !strings.Contains(r.stdout, "Copied 1 run") {
+		t.Fatalf("migrate to PostgreSQL:\n%s", r.desc)
+	}
+	if after := a.flow(t, tag, "status", "--json", "--state", lab.url); after.stdout != before.stdout {
+		t.Errorf("status differs after the migration:\nfile:\n%s\nPostgreSQL:\n%s", before.stdout, after.stdout)
+	}
+	if r := a.flow(t, tag, "resume", "--state", file); r.code == 0 || !strings.Contains(r.stderr, "was migrated to") {
+		t.Errorf("resume on the migrated file:\n%s", r.desc)
+	}
+	done := lab.markCounts(t)
+	if r := a.flow(t, tag, "resume", "--state", lab.url); r.code != 0 {
+		t.Fatalf("resume on PostgreSQL:\n%s", r.desc)
+	}
+	doc, err := decodeStatus(before.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range doc.Tasks {
+		if task.Status == "succeeded" && lab.markCounts(t)[markOf(task.Address)] != done[markOf(task.Address)] {
+			t.Errorf("%s, succeeded in the file before the migration, ran again", task.Address)
+		}
+	}
+	back := filepath.Join(a.dir, "back.db")
+	if r := a.flow(t, tag, "state", "migrate", "--state", lab.url, "--to", back); r.code != 0 {
+		t.Fatalf("migrate back to a file:\n%s", r.desc)
+	}
+	pgStatus := a.flow(t, tag, "status", "--json", "--state", lab.url)
+	if r := a.flow(t, tag, "status", "--json", "--state", back); r.stdout != pgStatus.stdout || !strings.Contains(r.stdout, `"succeeded"`) {
+		t.Errorf("status of the file migrated back:\n%s\nwant\n%s", r.stdout, pgStatus.stdout)
+	}
+	if r := a.flow(t, tag, "state", "migrate", "--state", back, "--to", lab.url); r.code == 0 {
+		t.Errorf("migrate to a state that holds runs was not refused:\n%s", r.desc)
 	}
 }

@@ -39,10 +39,10 @@ func (h *Holder) String() string {
 // LockInfo is what `flow state lock` shows: whether a writer holds the state now
 // and who holds it or held it last.
 type LockInfo struct {
-	Location string
-	Held     bool
-	Holder   *Holder // nil if no writer ever held it
-	Lineage  string
+	Location string  `json:"location"`
+	Held     bool    `json:"held"`
+	Holder   *Holder `json:"holder,omitempty"` // nil if no writer ever held it
+	Lineage  string  `json:"lineage,omitempty"`
 }
 
 // FencedError is a write refused because another writer took the state over
