@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -250,12 +252,11 @@ func retryable(err error) bool {
 		errors.Is(err, net.ErrClosed) || isConnClosed(err)
 }
 
+// isConnClosed reports the errors of a connection that broke mid-call.
 func isConnClosed(err error) bool {
-	return err != nil && (errors.Is(err, pgx.ErrTxClosed) || err.Error() == "conn closed" ||
-		errors.Is(err, errUnexpectedEOF))
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
 }
-
-var errUnexpectedEOF = errors.New("unexpected EOF")
 
 func newLineage() string {
 	b := make([]byte, 16)
