@@ -344,3 +344,39 @@ func TestPGFenceInTransaction(t *testing.T) {
 		t.Errorf("a fenced commit stored %d instances, run %s", len(in), got.Status)
 	}
 }
+
+// TestPGReadOnly: a reader's write methods fail and change nothing; readers do not
+// take the writer lock.
+func TestPGReadOnly(t *testing.T) {
+	loc := pgState(t)
+	s := open(t, loc)
+	r := &Run{Flow: "f"}
+	if err := s.CreateRun(r); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ro, err := Open(loc, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.CreateRun(&Run{}); err == nil {
+		t.Error("CreateRun on a reader succeeded")
+	}
+	if err := ro.PutRun(&Run{ID: r.ID, Status: Failed}); err == nil {
+		t.Error("PutRun on a reader succeeded")
+	}
+	if err := ro.Commit(r.ID, nil, []*Instance{{Address: "a"}}, nil); err == nil {
+		t.Error("Commit on a reader succeeded")
+	}
+	w, err := Open(loc, Options{})
+	if err != nil {
+		t.Fatalf("writer while a reader is open: %v", err)
+	}
+	defer w.Close()
+	runs, _ := w.Runs()
+	in, _ := w.Instances(r.ID)
+	if len(runs) != 1 || runs[0].Status != "" || len(in) != 0 {
+		t.Errorf("a reader's writes changed the state: %d runs, %d instances", len(runs), len(in))
+	}
+}
