@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,7 +92,25 @@ func Start() (*Cluster, error) {
 		os.RemoveAll(c.root)
 		return nil, err
 	}
+	c.watchdog()
 	return c, nil
+}
+
+// watchdog starts a shell, in a session of its own, that stops the cluster and
+// removes its directory once this process is gone without having done so (a test
+// binary killed by its timeout, a panic): a throwaway cluster never outlives its test.
+func (c *Cluster) watchdog() {
+	stop := fmt.Sprintf("%s -D %s -m immediate -w stop", filepath.Join(c.bin, "pg_ctl"), c.Dir)
+	if c.runAs != "" {
+		stop = "runuser -u " + c.runAs + " -- " + stop
+	}
+	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 2; done; [ -d %s ] && { %s; rm -rf %s; }; exit 0",
+		os.Getpid(), c.Dir, stop, c.root)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.Start() == nil {
+		go cmd.Wait()
+	}
 }
 
 func (c *Cluster) start() error {
