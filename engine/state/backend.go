@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"time"
 )
 
 // A Store keeps its state in one of two places: a bbolt file (the default, for
@@ -25,7 +26,7 @@ func Lock(loc string) (*LockInfo, error) {
 		return s.pg.lockInfo()
 	}
 	info := &LockInfo{Location: loc}
-	s, err := Open(loc, Options{ReadOnly: true, LockTimeout: 100_000_000})
+	s, err := Open(loc, Options{ReadOnly: true, LockTimeout: 100 * time.Millisecond})
 	var le *LockedError
 	if errors.As(err, &le) {
 		info.Held = true

@@ -55,3 +55,25 @@ func shownAs(loc string) string {
 	}
 	return l.display
 }
+
+// TestConcurrentCreateRun: runs created from many goroutines get distinct ids.
+func TestConcurrentCreateRun(t *testing.T) { forEachBackend(t, testConcurrentCreateRun) }
+
+func testConcurrentCreateRun(t *testing.T, newLoc func() string) {
+	s := open(t, newLoc())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.CreateRun(&Run{Flow: "f"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	runs, err := s.Runs()
+	if err != nil || len(runs) != 8 {
+		t.Errorf("%d runs, %v; want 8", len(runs), err)
+	}
+}

@@ -31,6 +31,8 @@ type pgStore struct {
 	retryFor time.Duration
 	waiting  func(error, time.Duration)
 
+	createMu sync.Mutex // one createRun at a time: it picks the id before it writes
+
 	mu     sync.Mutex
 	conn   *pgx.Conn // nil after a break until the next call connects
 	holder Holder    // the writer's; Epoch is its fencing epoch
@@ -285,6 +287,8 @@ func (p *pgStore) write(build func(b *pgx.Batch)) error {
 }
 
 func (p *pgStore) createRun(r *Run) (uint64, error) {
+	p.createMu.Lock()
+	defer p.createMu.Unlock()
 	var id uint64
 	err := p.do(func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM "+p.loc.table("runs")+" WHERE state = $1", p.loc.name).Scan(&id)
