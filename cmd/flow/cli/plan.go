@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/state"
 )
 
 func (c *CLI) planCmd() *cobra.Command {
@@ -125,7 +124,7 @@ func (c *CLI) planDestroy(path string, v varFlags) error {
 		return c.planRefused(err)
 	}
 	if path != "" && absPath(path) != pv.Flow {
-		return failf(ExitInvalid, "the state file %s holds run %d of %s, not %s", state.Display(c.state()), pv.Target.ID, displayPath(pv.Flow), path)
+		return failf(ExitInvalid, "the state file %s holds run %d of %s, not %s", engine.ShowState(c.state()), pv.Target.ID, displayPath(pv.Flow), path)
 	}
 	c.printDestroyPreview(pv)
 	return nil
@@ -133,7 +132,7 @@ func (c *CLI) planDestroy(path string, v varFlags) error {
 
 func (c *CLI) planRefused(err error) error {
 	if errors.As(err, new(*engine.BusyError)) {
-		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", state.Display(c.state()))
+		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", engine.ShowState(c.state()))
 	}
 	return c.refused(err)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/state"
 )
 
 func (c *CLI) stateCmd() *cobra.Command {
@@ -39,7 +38,7 @@ it ends when that process or its connection ends, so it never needs breaking by 
 			if err != nil {
 				return failf(ExitInvalid, "%v", err)
 			}
-			info.Location = state.Display(info.Location)
+			info.Location = engine.ShowState(info.Location)
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")
@@ -53,7 +52,7 @@ it ends when that process or its connection ends, so it never needs breaking by 
 	return cmd
 }
 
-func lockLine(info *state.LockInfo) string {
+func lockLine(info *engine.LockInfo) string {
 	h := info.Holder
 	switch {
 	case info.Held && h != nil && h.Host != "":
@@ -92,8 +91,8 @@ the destination) while reads still work. The copy keeps the source's lineage id.
 			}
 			fmt.Fprintf(c.stdout, "Copied %s, %s and %s from %s to %s (lineage %s).\n",
 				count(res.Runs, "run"), count(res.Instances, "instance record"), count(res.Logs, "log"),
-				state.Display(c.state()), state.Display(to), res.Lineage)
-			fmt.Fprintf(c.stdout, "%s is kept, read-only; use --state %s from now on.\n", state.Display(c.state()), state.Display(to))
+				engine.ShowState(c.state()), engine.ShowState(to), res.Lineage)
+			fmt.Fprintf(c.stdout, "%s is kept, read-only; use --state %s from now on.\n", engine.ShowState(c.state()), engine.ShowState(to))
 			return nil
 		},
 	}
