@@ -282,6 +282,8 @@ type statusDoc struct {
 	Tasks  []taskDoc `json:"tasks"`
 	// Outputs are the run's outputs as flow output --json prints them.
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	// Destroys is, for a run of flow destroy, the run it undoes.
+	Destroys uint64 `json:"destroys,omitempty"`
 }
 
 type taskDoc struct {

@@ -82,7 +82,12 @@ func markOf(addr string) string {
 // waitStatus polls status from m until ok says so, returning the last document.
 func waitPGStatus(t *testing.T, m machine, tag, url string, ok func(statusDoc) bool) statusDoc {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return waitPGStatusFor(t, m, tag, url, 30*time.Second, ok)
+}
+
+func waitPGStatusFor(t *testing.T, m machine, tag, url string, limit time.Duration, ok func(statusDoc) bool) statusDoc {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		r := m.flow(t, tag, "status", "--json", "--state", url)
 		if r.code == 0 {
@@ -97,7 +102,7 @@ func waitPGStatus(t *testing.T, m machine, tag, url string, ok func(statusDoc) b
 			t.Fatalf("status from the other machine failed:\n%s", r.desc)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status did not get there within 30s; last:\n%s", r.desc)
+			t.Fatalf("status did not get there within %s; last:\n%s", limit, r.desc)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -214,10 +219,18 @@ func TestPostgresFencing(t *testing.T) {
 
 	pa := a.start(t, tagA, append([]string{"run", lab.flowFile, "--state", lab.url, "--parallelism", "2"}, lab.vars...)...)
 	waitPGStatus(t, b, tagB, lab.url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 3 })
+	checkFenced(t, c, b, tagB, pa, lab.url)
+}
+
+// checkFenced SIGSTOPs A (pa, holding url), ends its database session as a partition
+// or the server's timeout would, lets B resume and finish, continues A and checks that
+// A commits nothing and stops saying the state was taken over.
+func checkFenced(t *testing.T, c *pgtest.Cluster, b machine, tagB string, pa *proc, url string) {
+	t.Helper()
 	if err := syscall.Kill(-pa.pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	r := b.flow(t, tagB, "state", "lock", "--json", "--state", lab.url)
+	r := b.flow(t, tagB, "state", "lock", "--json", "--state", url)
 	var lock lockDoc
 	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pa.pid() {
 		t.Fatalf("state lock while A is stopped: %v\n%s", err, r.desc)
@@ -225,13 +238,13 @@ func TestPostgresFencing(t *testing.T) {
 	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
 		t.Fatal(err)
 	}
-	if r := b.flow(t, tagB, "resume", "--state", lab.url); r.code != 0 {
+	if r := b.flow(t, tagB, "resume", "--state", url); r.code != 0 {
 		syscall.Kill(-pa.pid(), syscall.SIGCONT)
 		t.Fatalf("B's resume after A's session ended:\n%s", r.desc)
 	}
 	snapshot := func() string {
-		r := b.flow(t, tagB, "status", "--json", "--state", lab.url)
-		runs := b.flow(t, tagB, "runs", "--state", lab.url)
+		r := b.flow(t, tagB, "status", "--json", "--state", url)
+		runs := b.flow(t, tagB, "runs", "--state", url)
 		return r.stdout + runs.stdout
 	}
 	taken := snapshot()
@@ -381,5 +394,115 @@ func TestPostgresMigrate(t *testing.T) {
 	}
 	if r := a.flow(t, tag, "state", "migrate", "--state", back, "--to", lab.url); r.code == 0 {
 		t.Errorf("migrate to a state that holds runs was not refused:\n%s", r.desc)
+	}
+}
+
+// The busybox lab on a PostgreSQL state: testdata/fault-lxd.hcl (the local lab's LXD
+// steps: image, profile, launch, file push, exec, proxy device, a wait through it)
+// under names and ports of this test's own.
+const pgLabPrefix = "pg32"
+
+var pgLabMembers = map[string]int{"a": 16561, "b": 16562, "c": 16563}
+
+// TestPostgresBusyboxLab: A brings the busybox lab up on a PostgreSQL state; B's
+// status and logs follow it; B's run is refused naming A; A is SIGKILLed once a member
+// is up; B resumes and finishes, no member recorded as launched is created again
+// (LXD's own events count the creations); B destroys the lab. Then the fencing test
+// on the lab: A runs it again, is SIGSTOPped and loses its session, B takes over and
+// finishes, A continued commits nothing; B destroys the lab.
+func TestPostgresBusyboxLab(t *testing.T) {
+	srv := requireLXD(t)
+	binary(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	removePrefixedLab(t, pgLabPrefix, pgLabMembers)
+	t.Cleanup(func() { removePrefixedLab(t, pgLabPrefix, pgLabMembers) })
+	url := pgtest.Database(t) + "&state=busybox"
+	members := "members={"
+	for m, port := range pgLabMembers {
+		members += fmt.Sprintf(" %s = %d,", m, port)
+	}
+	members = strings.TrimSuffix(members, ",") + " }"
+	a, b := newMachine(t), newMachine(t)
+	tagA, tagB := newTag(t), newTag(t)
+	events := watchLXDCreations(t, srv, func(name string) bool { return strings.HasPrefix(name, pgLabPrefix+"-") })
+
+	run := []string{"run", testdata(t, "fault-lxd.hcl"), "--state", url, "--parallelism", "2",
+		"--var", "root=" + root, "--var", "prefix=" + pgLabPrefix, "--var", members}
+	pa := a.start(t, tagA, run...)
+	launched := func(d statusDoc) int {
+		n := 0
+		for _, task := range d.Tasks {
+			if strings.HasPrefix(task.Address, "lxd_launch.member") && task.Status == "succeeded" {
+				n++
+			}
+		}
+		return n
+	}
+	doc := waitPGStatusFor(t, b, tagB, url, 4*time.Minute, func(d statusDoc) bool { return launched(d) >= 1 })
+	if doc.Status != "running" {
+		t.Errorf("B sees %q while A runs", doc.Status)
+	}
+	if r := b.flow(t, tagB, "logs", "exec.busybox_image", "--state", url); r.code != 0 || !strings.Contains(r.stdout, "busybox") {
+		t.Errorf("B's logs of exec.busybox_image while A runs:\n%s", r.desc)
+	}
+	if r := b.flow(t, tagB, run...); r.code == 0 || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", pa.pid())) {
+		t.Fatalf("B's run while A holds the state was not refused naming A (pid %d):\n%s", pa.pid(), r.desc)
+	}
+	pa.killGroup()
+	<-pa.done
+	killTagged(tagA)
+	doc = waitPGStatusFor(t, b, tagB, url, time.Minute, func(statusDoc) bool { return true })
+	var up []string
+	for _, task := range doc.Tasks {
+		if strings.HasPrefix(task.Address, "lxd_launch.member") && task.Status == "succeeded" {
+			up = append(up, task.Address)
+		}
+	}
+	t.Logf("A SIGKILLed with %d of %d members launched: %v", len(up), len(pgLabMembers), up)
+
+	if r := b.flow(t, tagB, "resume", "--state", url); r.code != 0 {
+		t.Fatalf("B's resume:\n%s", r.desc)
+	}
+	created := events.counts(t)
+	for _, addr := range up {
+		m := strings.Trim(strings.TrimPrefix(addr, "lxd_launch.member"), `["]`)
+		if n := created[pgLabPrefix+"-"+m]; n != 1 {
+			t.Errorf("%s, launched before the kill, was created %d times", addr, n)
+		}
+	}
+	for m, port := range pgLabMembers {
+		if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); !strings.Contains(body, "member "+m) {
+			t.Errorf("port %d answered %q, want member %s's page", port, body, m)
+		}
+	}
+	t.Logf("creations: %v", created)
+
+	if r := b.flow(t, tagB, "destroy", "--auto-approve", "--state", url); r.code != 0 {
+		t.Fatalf("B's destroy:\n%s", r.desc)
+	}
+
+	// The fencing test: A brings the lab up again, is SIGSTOPped holding the state
+	// once a member is up, loses its session; B takes over and finishes; A, continued,
+	// commits nothing.
+	tagA2 := newTag(t)
+	pa = a.start(t, tagA2, run...)
+	waitPGStatusFor(t, b, tagB, url, 4*time.Minute, func(d statusDoc) bool { return d.Status == "running" && launched(d) >= 1 })
+	checkFenced(t, pgtest.Shared(t), b, tagB, pa, url)
+	for m, port := range pgLabMembers {
+		if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); !strings.Contains(body, "member "+m) {
+			t.Errorf("after the takeover, port %d answered %q, want member %s's page", port, body, m)
+		}
+	}
+
+	if r := b.flow(t, tagB, "destroy", "--auto-approve", "--state", url); r.code != 0 {
+		t.Fatalf("B's destroy:\n%s", r.desc)
+	}
+	for m := range pgLabMembers {
+		if _, _, err := srv.GetInstance(pgLabPrefix + "-" + m); err == nil {
+			t.Errorf("%s-%s survived the destroy", pgLabPrefix, m)
+		}
 	}
 }
