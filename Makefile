@@ -116,7 +116,8 @@ demo-teardown: build
 	./$(BIN) destroy --state $(DEMO_STATE) --auto-approve
 
 # The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
-# one line per problem, per cluster. Read-only.
+# one line per problem, per cluster, each with the command that repairs it; exits 1 unless
+# every line is ok. Read-only.
 demo-doctor: build
 	./$(BIN) run flows/lab-doctor.hcl --new --state .flow/lab-doctor.db
 

@@ -86,17 +86,30 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 			c.say("%s: %s; running it", inst.Addr, why)
 		}
 	}
+	if n == 1 {
+		c.stopSurvivor(inst.Addr, c.opts.Previous[inst.Addr])
+	}
 	// Recorded only now, so a success that still stands is never overwritten.
 	rec := c.update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
 		rec.Attempts++
+		rec.Removed = false // a removal an earlier run recorded: it is made again now
 	})
 	c.commit.submit(rec, nil, false)
-	c.runTask(ctx, inst, ev, res, replacing && undoesOnReplace(inst, c.opts.Previous[inst.Addr]))
+	var undoFirst *state.Instance
+	switch prev := c.replaced(inst.Addr); {
+	case replacing && undoesOnReplace(inst, prev):
+		undoFirst = prev
+	case n == 1 && !replacing:
+		undoFirst = c.objectChanged(inst, ev)
+	}
+	c.runTask(ctx, inst, ev, res, undoFirst)
 	return res
 }
 
-func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult, undoFirst bool) {
+// runTask runs inst's evaluated task once; with undoFirst, it first undoes the object
+// that record holds (see undoRecorded).
+func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult, undoFirst *state.Instance) {
 	capt := c.captures[inst.Addr]
 	stdout, stderr := c.streams(inst)
 	if res.attempt > 1 {
@@ -106,7 +119,8 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 		c.say("%s: started", inst.Addr)
 	}
 	env := &tasks.Env{Address: inst.Addr, Attempt: res.attempt, Stdout: stdout, Stderr: stderr,
-		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry}
+		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry,
+		Dir: c.opts.Dir, Started: c.noteGroup(inst.Addr)}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if ev.timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, ev.timeout)
@@ -114,8 +128,8 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 	defer cancel()
 	var outputs tasks.Outputs
 	var err error
-	if undoFirst {
-		err = c.undoForReplace(runCtx, inst, ev, env)
+	if undoFirst != nil {
+		err = c.undoRecorded(runCtx, inst, ev, env, undoFirst)
 	}
 	if err == nil {
 		outputs, err = ev.task.Run(runCtx, env)
@@ -179,7 +193,7 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 	if inst.Task.Read {
 		res.value = instanceValue(inst.Task, ev.inputs, conv)
 	}
-	if inst.Task.Kind.Destroys() {
+	if keepsObject(inst.Task.Kind) {
 		res.inputs, res.withheld = storedInputs(ev.inputs)
 	}
 	if redact {
@@ -205,6 +219,8 @@ func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp s
 		return cty.NilVal, "", false
 	case prev.Status != state.Succeeded:
 		return cty.NilVal, "", false
+	case prev.Removed:
+		return cty.NilVal, "undone when it had left the flow", false
 	case prev.Redacted:
 		return cty.NilVal, "its outputs held a secret and were not stored", false
 	case prev.Fingerprint != fp:

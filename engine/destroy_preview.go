@@ -32,6 +32,18 @@ func (p *DestroyPreview) Destroys() int {
 	return n
 }
 
+// recordedText says what a destroy of inst will undo: the object its record holds, or
+// that an older flow recorded none.
+func recordedText(inst *Instance, rec *state.Instance) string {
+	if rec == nil || rec.Inputs == nil {
+		return " (recorded by an older flow, which kept no record of what it made: undone as the flow says now)"
+	}
+	if text := objectText(inst.Task.Kind, rec); text != "" {
+		return " " + text
+	}
+	return ""
+}
+
 // previewDestroy decides, for each instance the run with records created started,
 // what a destroy does with it; done holds the records of an earlier attempt of the
 // destroy. An instance that will be kept only because an undo fails is not foreseen.
@@ -40,7 +52,7 @@ func (p *Plan) previewDestroy(created, done map[string]*state.Instance) []Decisi
 	out := make([]Decision, 0, len(order))
 	for i := len(order) - 1; i >= 0; i-- {
 		inst := p.Instances[order[i]]
-		d := Decision{Addr: inst.Addr, Action: ActionDestroy, Reason: undoReason(inst)}
+		d := Decision{Addr: inst.Addr, Action: ActionDestroy, Reason: undoReason(inst) + recordedText(inst, created[inst.Addr])}
 		switch {
 		case done[inst.Addr] != nil && done[inst.Addr].Status == state.Succeeded:
 			d.Action, d.Reason = ActionDestroyed, "already destroyed"

@@ -217,7 +217,9 @@ func (t *fileTask) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs)
 
 // TestDestroyReads: a type's DestroyReads lets destroy decode an instance whose other
 // inputs were secrets (never stored), leaving them empty; a secret among the
-// attributes Destroy reads still fails it, naming the attribute.
+// attributes Destroy reads still fails it, naming the attribute. An input that read a
+// dependency's output that was not stored (it was redacted) is decoded from the
+// instance's own record.
 func TestDestroyReads(t *testing.T) {
 	h := newHarness(t)
 	log := &undoLog{}
@@ -232,14 +234,19 @@ task "test_file" "f" {
   content = test_secret.s.value
 }
 task "test_file" "g" {
-  path    = test_secret.s.path
+  path    = test_secret.s.value
   content = "x"
+}
+task "test_file" "h" {
+  path    = test_secret.s.path
+  content = "y"
 }
 `)
 	if res.Status != state.Failed || res.FirstFailure != "test_file.g" {
 		t.Fatalf("destroy: %+v\n%s", res, out)
 	}
-	if want := []string{`test_file.f=p1 content=""`}; !slices.Equal(log.destroyed, want) {
+	slices.Sort(log.destroyed)
+	if want := []string{`test_file.f=p1 content=""`, `test_file.h=/etc/flow/secret.conf content="y"`}; !slices.Equal(log.destroyed, want) {
 		t.Errorf("destroyed %q, want %q", log.destroyed, want)
 	}
 	// The line carries the undo's duration, which a slow machine makes non-zero.

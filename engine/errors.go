@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -43,6 +44,9 @@ func (e *UnfinishedError) Error() string {
 type NothingToDoError struct {
 	Latest *RunRecord
 	Op     string // "resume" or "destroy"
+	// Drifted, for a resume of a run that succeeded, are the instances whose refresh
+	// found their object changed since: a new run makes them again.
+	Drifted []Decision
 }
 
 func (e *NothingToDoError) Error() string {
@@ -99,4 +103,18 @@ type OtherFlowError struct {
 
 func (e *OtherFlowError) Error() string {
 	return fmt.Sprintf("the state file %s belongs to the flow %s (run %d), not %s", e.Path, e.Holds, e.Run, e.Flow)
+}
+
+// ElsewhereError refuses a new run in Here while the state holds Count instances made
+// in Dirs, other directories: the run would make them again here and lose track of
+// them there. One state, one place; Request.Move takes them along instead.
+type ElsewhereError struct {
+	Path  string
+	Here  string
+	Dirs  []string
+	Count int
+}
+
+func (e *ElsewhereError) Error() string {
+	return fmt.Sprintf("the state file %s holds %d instances made in %s, not in %s", e.Path, e.Count, strings.Join(e.Dirs, ", "), e.Here)
 }

@@ -271,6 +271,7 @@ func (c *coordinator) finishAttempt(res *attemptResult) {
 		// status and the summary) would otherwise grow a long run's heap with every success.
 		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
 		rec.Inputs, rec.Withheld, rec.Retain = res.inputs, res.withheld, res.inst.Task.RetainOnDestroy
+		rec.Dir, rec.Group, rec.GroupStart = c.opts.Dir, 0, 0
 		if res.inputs != nil { // it can be undone: once the flow drops it, in dependency order
 			rec.Deps, rec.DepsKnown = res.inst.Deps, true
 		}

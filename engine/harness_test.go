@@ -50,10 +50,21 @@ type recorder struct {
 	commits map[string]int    // address -> seq of the commit that made its success durable
 	batches [][]string        // addresses committed as succeeded, per Commit
 	changed chan struct{}     // signalled (non-blocking) after every event
+	// probes is what test_probe's Probe answers, per address (survives reset); probed
+	// counts its Probe calls and seen the recorded value each was given.
+	probes map[string]probeAnswer
+	probed map[string]int
+	seen   map[string]string
+}
+
+// probeAnswer is one address's answer to a refresh: drift text, or an error.
+type probeAnswer struct {
+	drift string
+	err   error
 }
 
 func newRecorder() *recorder {
-	r := &recorder{tries: map[string]int{}, changed: make(chan struct{}, 1)}
+	r := &recorder{tries: map[string]int{}, probes: map[string]probeAnswer{}, changed: make(chan struct{}, 1)}
 	r.reset()
 	return r
 }
@@ -64,6 +75,33 @@ func (r *recorder) reset() {
 	defer r.mu.Unlock()
 	r.events, r.cur, r.max = nil, 0, 0
 	r.inputs, r.runs, r.commits, r.batches = map[string]string{}, map[string]int{}, map[string]int{}, nil
+	r.probed, r.seen = map[string]int{}, map[string]string{}
+}
+
+// answer sets what test_probe's Probe of addr returns from now on.
+func (r *recorder) answer(addr string, a probeAnswer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probes[addr] = a
+}
+
+// probe counts a Probe of addr, given recorded, and returns its answer.
+func (r *recorder) probe(addr string, recorded tasks.Outputs) probeAnswer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probed[addr]++
+	if v, ok := recorded["value"]; ok && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+		r.seen[addr] = v.AsString()
+	}
+	return r.probes[addr]
+}
+
+// probesOf is how many times addr was probed since the last reset, and the recorded
+// value the last probe was given.
+func (r *recorder) probesOf(addr string) (int, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.probed[addr], r.seen[addr]
 }
 
 func (r *recorder) addLocked(kind, addr string) int {
@@ -275,6 +313,28 @@ func (t *echoTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 	return tasks.Outputs{"value": cty.StringVal(t.Value)}, nil
 }
 
+// probeTask runs as test_echo does, and its type is a tasks.Prober: a refresh asks
+// the recorder, which answers as the test set it (no drift by default).
+type probeTask struct {
+	Value string `hcl:"value"`
+	rec   *recorder
+}
+
+func (t *probeTask) Validate() error { return nil }
+
+func (t *probeTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	t.rec.begin(env.Address, t.Value)
+	defer t.rec.end(env.Address)
+	return tasks.Outputs{"value": cty.StringVal(t.Value)}, nil
+}
+
+func (t *probeTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	a := t.rec.probe(env.Address, recorded)
+	return a.drift, a.err
+}
+
+var _ tasks.Prober = (*probeTask)(nil)
+
 var valueOutput = []tasks.Output{{Name: "value", Type: cty.String}}
 
 // testRegistry holds only the test task types, all reporting to rec.
@@ -290,6 +350,8 @@ func testRegistry(rec *recorder) *tasks.Registry {
 		New: func() tasks.Task { return &blockTask{rec: rec} }})
 	reg.MustRegister(tasks.Type{Name: "test_echo", Outputs: valueOutput,
 		New: func() tasks.Task { return &echoTask{rec: rec} }})
+	reg.MustRegister(tasks.Type{Name: "test_probe", Outputs: valueOutput, Refresh: "its object is still there",
+		New: func() tasks.Task { return &probeTask{rec: rec} }})
 	reg.MustRegister(tasks.Type{Name: "test_secret", Outputs: secretOutputs,
 		New: func() tasks.Task { return &secretTask{rec: rec} }})
 	return reg

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/dag"
 	"github.com/flowdev/flow/engine/state"
@@ -75,26 +73,4 @@ func orphanUndoMap(orphans []orphan) map[string]*state.Instance {
 		m[o.rec.Address] = o.rec
 	}
 	return m
-}
-
-// decodeRecorded decodes rec's task of type kind from its recorded inputs, for Destroy.
-func decodeRecorded(kind *tasks.Type, rec *state.Instance) (tasks.Task, error) {
-	values := make(map[string]cty.Value, len(rec.Inputs))
-	for name, sv := range rec.Inputs {
-		v, err := sv.Decode()
-		if err != nil {
-			return nil, fmt.Errorf("read recorded input %q: %w", name, err)
-		}
-		values[name] = v
-	}
-	for _, name := range rec.Withheld {
-		if slices.Contains(kind.DestroyReads, name) || len(kind.DestroyReads) == 0 {
-			return nil, fmt.Errorf("%s: %w", name, errNotStored)
-		}
-	}
-	task := kind.New()
-	if err := tasks.Decode(task, values); err != nil {
-		return nil, fmt.Errorf("decode the recorded inputs: %w", err)
-	}
-	return task, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/flowdev/flow/engine/config"
@@ -48,6 +49,20 @@ func liveInstances(store *state.Store) (map[string]orphan, error) {
 	return live, nil
 }
 
+// madeRecords is, by address, the record of each instance the state holds: what
+// earlier runs made and no run undid.
+func madeRecords(store *state.Store) (map[string]*state.Instance, error) {
+	live, err := liveInstances(store)
+	if err != nil {
+		return nil, err
+	}
+	made := make(map[string]*state.Instance, len(live))
+	for addr, o := range live {
+		made[addr] = o.rec
+	}
+	return made, nil
+}
+
 // orphansOf is the live instances p does not have (all with p nil), latest in their
 // plan first.
 func orphansOf(live map[string]orphan, p *Plan) []orphan {
@@ -85,12 +100,13 @@ func setsInput(rec *state.Instance, name string) bool {
 }
 
 // orphanPass undoes what the state holds and keepAddr does not keep, before a walk,
-// with a walk of its own (see orphanPlan) recorded in run; nil when all of it was
-// undone or kept, else that walk's result, failed or interrupted, which is run's.
-func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, scope *config.Scope, req *Request) (*Result, error) {
+// with a walk of its own (see orphanPlan) recorded in run. It returns how many it
+// undid and, when that walk did not succeed (failed or interrupted), its result,
+// which is run's.
+func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, scope *config.Scope, req *Request) (removed int, failed *Result, err error) {
 	live, err := liveInstances(store)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	var orphans []orphan
 	for _, o := range orphansOf(live, nil) {
@@ -99,23 +115,60 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 		}
 	}
 	if len(orphans) == 0 {
-		return nil, nil
+		return 0, nil, nil
+	}
+	// As Terraform prints the plan before apply: what goes, before it goes.
+	if undone := s.toUndo(orphans); len(undone) > 0 {
+		(&console{out: req.Out}).line(fmt.Sprintf("No longer in the flow, so undone first: %s.", orphanList(undone)))
 	}
 	w := NewRunner(orphanPlan(orphans, s.reg, scope), Options{Undo: orphanUndoMap(orphans), RunID: run.ID,
 		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
-		Logger: req.logger(scope.Redact)})
+		Logger: req.logger(scope.Redact), Moved: req.Move})
 	res, err := w.Run(ctx)
-	if err != nil || res.Status == state.Succeeded {
-		return nil, err
+	if err != nil {
+		return 0, nil, err
 	}
+	for _, r := range res.Records {
+		if r.Status == state.Succeeded {
+			removed++
+		}
+	}
+	if res.Status == state.Succeeded {
+		return removed, nil, nil
+	}
+	res.Removed = removed
 	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 	if res.FirstFailure != "" {
 		run.Error = "undo " + res.FirstFailure + " (no longer in the flow) failed"
 	}
 	if err := store.PutRun(run); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	return res, nil
+	return removed, res, nil
+}
+
+// toUndo is the orphans that undoing undoes rather than keeps.
+func (s *Session) toUndo(orphans []orphan) []orphan {
+	var out []orphan
+	for _, o := range orphans {
+		if s.orphanDecision(o).Action == ActionDestroy {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// orphanList names orphans, the first ten and how many more.
+func orphanList(orphans []orphan) string {
+	var names []string
+	for i, o := range orphans {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("and %d more", len(orphans)-i))
+			break
+		}
+		names = append(names, o.rec.Address)
+	}
+	return strings.Join(names, ", ")
 }
 
 // sayKept names, for a run with KeepRemoved, each instance the state holds and p does

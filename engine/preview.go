@@ -65,6 +65,8 @@ func (p *Plan) preview(spec previewSpec) []Decision {
 			d.Reason = "not run before"
 		case prev.Status != state.Succeeded:
 			d.Reason = fmt.Sprintf("previous attempt %s", prev.Status)
+		case prev.Removed:
+			d.Reason = "undone when it had left the flow"
 		case waitsOn != "":
 			d.Action, d.Reason = ActionMaybe, fmt.Sprintf("succeeded before; waits for %s, which runs", waitsOn)
 		default:
@@ -112,6 +114,8 @@ func againReasons(ds []Decision, last *state.Run, recs map[string]*state.Instanc
 			ds[i].Reason = fmt.Sprintf("run %d destroyed it", last.ID)
 		case last.Destroys != 0:
 			ds[i].Reason = fmt.Sprintf("after destroy run %d", last.ID)
+		case rec != nil && rec.Removed:
+			ds[i].Reason = fmt.Sprintf("run %d removed it (it had left the flow)", last.ID)
 		case rec == nil || rec.Status == state.Pending:
 			ds[i].Reason = fmt.Sprintf("new since run %d", last.ID)
 		case rec.Status == state.Succeeded:

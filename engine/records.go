@@ -23,6 +23,8 @@ const (
 	Failed      = state.Failed
 	Skipped     = state.Skipped
 	Interrupted = state.Interrupted
+	// Removed is how readers show an instance no longer in the flow that its run undid.
+	Removed = state.Removed
 )
 
 // effectiveStatus reports a run left running by a process that is gone as

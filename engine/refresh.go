@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,13 +65,29 @@ func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated
 	if c.opts.NoRefresh || !canProbe(ev.task) {
 		return ""
 	}
-	return drift(ctx, ev.task, probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr)), prev)
+	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr), prev), prev)
 }
 
-// probeEnv is the Env a probe runs in: it prints nothing, and a daemon that does not
-// answer is reported at once rather than retried.
-func probeEnv(addr string, logger hclog.Logger) *tasks.Env {
-	return &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1}
+// probeTask is the task whose object a probe looks at: decoded from prev's record
+// when it holds one (see object.go), else as evaluated now.
+func probeTask(inst *Instance, ev *evaluated, prev *state.Instance) tasks.Task {
+	if prev != nil && prev.Inputs != nil {
+		if task, err := recordedTask(inst.Task.Kind, prev, ev.inputs); err == nil {
+			return task
+		}
+	}
+	return ev.task
+}
+
+// probeEnv is the Env a probe runs in: it prints nothing, a daemon that does not
+// answer is reported at once rather than retried, and relative paths are taken from
+// the directory prev's object was made in.
+func probeEnv(addr string, logger hclog.Logger, prev *state.Instance) *tasks.Env {
+	env := &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1}
+	if prev != nil && prev.Dir != "" && isDir(prev.Dir) {
+		env.Dir = prev.Dir
+	}
+	return env
 }
 
 // probeJob is one instance a preview would trust, to be probed.
@@ -104,7 +121,7 @@ func refreshAll(p *Plan, spec previewSpec, req Request) func(*Instance, *evaluat
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			found[i] = drift(context.Background(), j.ev.task, probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr)), j.prev)
+			found[i] = drift(context.Background(), probeTask(j.inst, j.ev, j.prev), probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr), j.prev), j.prev)
 		}()
 	}
 	wg.Wait()
@@ -113,4 +130,35 @@ func refreshAll(p *Plan, spec previewSpec, req Request) func(*Instance, *evaluat
 		drifted[j.inst.Addr] = found[i]
 	}
 	return func(inst *Instance, _ *evaluated, _ *state.Instance) string { return drifted[inst.Addr] }
+}
+
+// drifted refreshes every instance run (which succeeded) recorded and returns those
+// whose object changed since, or that refresh could not look at: what a resume, which
+// has nothing to do, tells the user a new run would repair. nil when the flow cannot
+// be read or refresh is off.
+func (s *Session) drifted(store *state.Store, run *state.Run, req Request) []Decision {
+	if req.NoRefresh {
+		return nil
+	}
+	p, err := placeOf(run, req.Flow)
+	if err != nil || p.enter() != nil {
+		return nil
+	}
+	recs, base, err := runInputs(store, run)
+	if err != nil {
+		return nil
+	}
+	l, err := s.load(&req, p.flow, given(run, base), false)
+	if err != nil {
+		return nil
+	}
+	spec := previewSpec{previous: recs, from: run.ID}
+	spec.look = refreshAll(l.Plan, spec, req)
+	var out []Decision
+	for _, d := range l.Plan.preview(spec) {
+		if d.Action == ActionRun && (strings.HasPrefix(d.Reason, "drifted") || strings.HasPrefix(d.Reason, "refresh could not")) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

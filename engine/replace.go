@@ -18,6 +18,15 @@ func undoesOnReplace(inst *Instance, prev *state.Instance) bool {
 	return ran(prev) && keepReason(inst) == ""
 }
 
+// replaced is the record of what a replace of addr undoes: the one the run builds on,
+// else what an earlier run made (a new run, which builds on none).
+func (c *coordinator) replaced(addr string) *state.Instance {
+	if prev := c.opts.Previous[addr]; prev != nil {
+		return prev
+	}
+	return c.opts.Made[addr]
+}
+
 // replaceReason says what a run does with inst when --replace selects it.
 func replaceReason(inst *Instance, prev *state.Instance) string {
 	if undoesOnReplace(inst, prev) {
@@ -26,14 +35,25 @@ func replaceReason(inst *Instance, prev *state.Instance) string {
 	return "replaced (--replace)"
 }
 
-// undoForReplace undoes what inst's earlier run made, with its inputs as evaluated
-// now and the outputs that run recorded, before the attempt runs it again.
-func (c *coordinator) undoForReplace(ctx context.Context, inst *Instance, ev *evaluated, env *tasks.Env) error {
-	prev := c.opts.Previous[inst.Addr]
-	destroyer, ok := ev.task.(tasks.Destroyer)
+// undoRecorded undoes what an earlier run of inst made, as its record prev holds it
+// (see object.go; a record of an older flow: with its inputs as evaluated now), in the
+// directory it was made in, before the attempt runs it again.
+func (c *coordinator) undoRecorded(ctx context.Context, inst *Instance, ev *evaluated, env *tasks.Env, prev *state.Instance) error {
+	task := ev.task
+	if prev.Inputs != nil {
+		t, err := recordedTask(inst.Task.Kind, prev, ev.inputs)
+		if err != nil {
+			return fmt.Errorf("undo before replacing: %w", err)
+		}
+		task = t
+	}
+	destroyer, ok := task.(tasks.Destroyer)
 	if !ok {
 		return nil
 	}
+	undoEnv := *env
+	undoEnv.Dir = c.objectDir(inst.Addr, prev)
+	env = &undoEnv
 	var recorded tasks.Outputs
 	if prev.Status == state.Succeeded && len(prev.Outputs) > 0 {
 		recorded = decodeOutputs(prev)

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ type Options struct {
 	// Undo, when set, makes the walk a destroy of the run whose records these are:
 	// each instance that run started is undone, in reverse dependency order (see Run).
 	Undo map[string]*state.Instance
+	// Made holds, by address, the records of what earlier runs made and no run undid
+	// (the state's live instances): an instance whose object changed is undone from
+	// its record before it runs (see objectChanged).
+	Made map[string]*state.Instance
 	// Replace lists addresses (or task and module prefixes, as for Plan.Select) whose
 	// previous success does not stand: they run again.
 	Replace []string
@@ -44,6 +49,13 @@ type Options struct {
 	// TransientRetry bounds how long each task retries transient faults on its own
 	// (tasks.Env.TransientRetry): 0 means tasks.DefaultTransientRetry, negative none.
 	TransientRetry time.Duration
+	// Dir is the absolute directory the walk's instances act in (tasks.Env.Dir), which
+	// each success records; "" means the process's working directory when NewRunner is
+	// called. An undo acts in the directory its record names, when it still exists.
+	Dir string
+	// Moved undoes every object in Dir, wherever its record says it was made: the
+	// project moved there (run --move).
+	Moved bool
 	// Finish, if set, is called once at the end with the result, unless a checkpoint
 	// already failed; the run record it returns is written in the same transaction as
 	// the last instance records. Run's error then says whether that commit failed.
@@ -60,6 +72,9 @@ type Result struct {
 	// FirstFailure is the address of the first instance that failed, or "".
 	FirstFailure string
 	UpToDate     int
+	// Removed counts the instances no longer in the flow that were undone before the
+	// walk, by a walk of their own (see orphanPass).
+	Removed int
 }
 
 // Runner walks a plan once: runs it, or with Options.Undo undoes what a run of it
@@ -94,6 +109,9 @@ func NewRunner(p *Plan, opts Options) *Runner {
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
+	}
+	if opts.Dir == "" {
+		opts.Dir, _ = os.Getwd()
 	}
 	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, order: p.Order,
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}

@@ -56,6 +56,9 @@ type Request struct {
 	// KeepRemoved leaves the instances the state holds and the flow no longer has as
 	// they are (run --keep-removed): a later run, or a destroy, undoes them.
 	KeepRemoved bool
+	// Move lets a new run act in a directory other than the one the state's instances
+	// were made in (run --move: the project moved): their undo then acts here too.
+	Move        bool
 	Parallelism int
 	FailFast    bool
 	// TransientRetry is Options.TransientRetry.

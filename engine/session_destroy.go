@@ -57,10 +57,12 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		req.Observer.Started(start, d)
 	}
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
-	if failed, err := s.orphanPass(ctx, h.store, run, walked, l.Plan.Scope, &req); err != nil || failed != nil {
+	removed, failed, err := s.orphanPass(ctx, h.store, run, walked, l.Plan.Scope, &req)
+	if err != nil || failed != nil {
 		return &Outcome{Run: run, Result: failed, Loaded: l, Walker: d, Err: err}, nil
 	}
 	res, runErr := d.Run(ctx)
+	res.Removed = removed
 	if runErr != nil { // the last checkpoint, and the record with it, failed: try once more
 		_ = finishDestroy(h.store, run, res, runErr) // runErr already says the state could not be written
 	}

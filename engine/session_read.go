@@ -226,6 +226,9 @@ func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord,
 		if run.Status == state.Running && r.Status == state.Running {
 			flat[i].Status = state.Interrupted // its process is gone: we could open the file
 		}
+		if r.Removed && r.Status == state.Succeeded {
+			flat[i].Status = state.Removed // undone: no longer in the flow
+		}
 	}
 	run.Status = effectiveStatus(run)
 	return run, flat, nil

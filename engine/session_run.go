@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/zclconf/go-cty/cty"
@@ -35,11 +36,17 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return s.walkRun(ctx, &req, h, Start{Kind: NewRun, Run: created}, l, plan, nil)
 	}
 	latest := h.latest
-	if err := s.sameFlow(latest, req.Flow); err != nil {
+	if err := s.sameFlow(latest, req.Flow); err != nil && !req.Move { // --move: the flow moved with its project
 		return nil, err
 	}
-	if latest != nil && latest.Status != state.Succeeded && (latest.Destroys != 0 || !req.New) {
+	if latest != nil && !settled(latest) && !req.New {
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+	}
+	if err := s.samePlace(h.store, req.Move); err != nil {
+		return nil, err
+	}
+	if latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded {
+		(&console{out: req.Out}).line(fmt.Sprintf("The latest run (%d) destroys run %d and did not finish: what it did not undo stays recorded, and this run makes the flow's instances again (flow destroy undoes them all).", latest.ID, latest.Destroys))
 	}
 	if l == nil {
 		if l, plan, err = s.loadSelected(&req, req.Flow, nil); err != nil {
@@ -48,7 +55,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	start := Start{Kind: NewRun}
 	var from *state.Run
-	if req.selective() && latest != nil && latest.Destroys == 0 && latest.Flow == absPath(req.Flow) {
+	if req.selective() && latest != nil && latest.Destroys == 0 && (latest.Flow == absPath(req.Flow) || req.Move) {
 		start.Kind, start.From, from = FromCheckpoints, latest.ID, latest
 	}
 	run, previous, err := startRun(h.store, l, from)
@@ -80,8 +87,10 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, &NoRunsError{Path: s.path, Op: "resume"}
 	case latest.Destroys != 0 && latest.Status != state.Succeeded:
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
-	case latest.Destroys != 0 || latest.Status == state.Succeeded && !req.selective():
+	case latest.Destroys != 0:
 		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
+	case latest.Status == state.Succeeded && !req.selective():
+		return nil, &NothingToDoError{Latest: latest, Op: "resume", Drifted: s.drifted(h.store, latest, req)}
 	}
 	p, err := placeOf(latest, req.Flow)
 	if err != nil {
@@ -130,7 +139,11 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	if whole {
 		finish = func(res *Result) *state.Run { return recordResult(run, res) }
 	}
-	runner := NewRunner(plan, Options{
+	made, err := madeRecords(h.store)
+	if err != nil {
+		return nil, err
+	}
+	runner := NewRunner(plan, Options{Made: made,
 		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
 		Store: h.store, Previous: previous, Replace: req.Replace, NoRefresh: req.NoRefresh, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
 		Live: req.Live, Finish: finish,
@@ -139,15 +152,19 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	if req.Observer != nil {
 		req.Observer.Started(start, runner)
 	}
+	removed := 0
 	if req.KeepRemoved {
 		s.sayKept(h.store, l.Plan, req)
 	} else if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
-		if failed, err := s.orphanPass(ctx, h.store, run, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
+		var failed *Result
+		var err error
+		if removed, failed, err = s.orphanPass(ctx, h.store, run, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
 			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil
 		}
 	}
 	res, runErr := runner.Run(ctx)
+	res.Removed = removed
 	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
 		if err := finishRun(h.store, run, res, runErr, l.Plan); err != nil && runErr == nil {
 			runErr = err

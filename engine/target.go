@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowdev/flow/engine/dag"
+	"github.com/flowdev/flow/engine/state"
 )
 
 // Selects reports whether target selects the instance at addr: the same address, or
@@ -69,6 +70,14 @@ func (p *Plan) CheckAddresses(flag string, addrs []string) error {
 		}
 	}
 	return nil
+}
+
+// settled reports whether latest lets a new run start without --new: it succeeded,
+// or it is a targeted run whose targets succeeded and that left the rest pending.
+// Like Terraform's -target, such a run does not hold up the next full one; "flow
+// resume" still continues it while it is the latest.
+func settled(latest *state.Run) bool {
+	return latest.Status == state.Succeeded || latest.Status == state.Pending && latest.Destroys == 0
 }
 
 func anySelects(targets []string, addr string) bool {

@@ -176,16 +176,14 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 				c.opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
 			}
 		}()
-		if ediags.HasErrors() {
-			return errors.New(diagText(ediags))
-		}
 		created := c.opts.Undo[inst.Addr]
-		task, err := c.destroyTask(inst, ectx, created)
+		task, err := c.destroyTask(inst, ectx, ediags, created)
 		if err != nil {
 			return err
 		}
 		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
-			Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry}
+			Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry,
+			Dir: c.objectDir(inst.Addr, created), Started: c.noteGroup(inst.Addr)}
 		var recorded tasks.Outputs
 		if created.Status == state.Succeeded && len(created.Outputs) > 0 {
 			recorded = decodeOutputs(created)
@@ -206,22 +204,53 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 	return res
 }
 
-// destroyTask is inst's task as Destroy needs it: evaluated from the flow with what
-// the undone run recorded or, for an orphan, decoded from its record.
-func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, created *state.Instance) (tasks.Task, error) {
+// destroyTask is inst's task as Destroy needs it: decoded from the object its record
+// holds (see object.go), with only a withheld secret taken from the flow. A record an
+// older flow wrote holds no object: then the task is evaluated from the flow with what
+// the undone run recorded, and the walk says so.
+func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance) (tasks.Task, error) {
 	if inst.orphan != nil {
 		c.say("%s: no longer in the flow; destroying", inst.Addr)
-		return decodeRecorded(inst.Task.Kind, created)
+		return recordedTask(inst.Task.Kind, created, nil)
+	}
+	if created.Inputs != nil {
+		var now map[string]cty.Value
+		if !ediags.HasErrors() {
+			if ev, d := c.plan.evaluate(inst, ectx, false); !d.HasErrors() {
+				now = ev.inputs
+				if fp, hashes := fingerprint(inst.Task, ev.inputs); wholyKnown(ev.inputs) && created.Fingerprint != "" && fp != created.Fingerprint {
+					c.say("%s: the flow now says otherwise (%s); destroying what the run made, as recorded", inst.Addr, changedAttrs(created.AttrHashes, hashes))
+				}
+			}
+		}
+		c.say("%s: destroying", inst.Addr)
+		return recordedTask(inst.Task.Kind, created, now)
+	}
+	if ediags.HasErrors() {
+		return nil, errors.New(diagText(ediags))
 	}
 	ev, whole, err := c.plan.evaluateForDestroy(inst, ectx)
 	if err != nil {
 		return nil, err
 	}
+	c.say("%s: recorded by an older flow, which kept no record of what it made; destroying what the flow says now", inst.Addr)
 	if fp, hashes := fingerprint(inst.Task, ev.inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
 		c.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
 	}
-	c.say("%s: destroying", inst.Addr)
 	return ev.task, nil
+}
+
+// objectDir is the directory an undo of addr acts in: the one its record names while
+// it exists, else the walk's.
+func (c *coordinator) objectDir(addr string, rec *state.Instance) string {
+	switch {
+	case rec == nil || rec.Dir == "" || rec.Dir == c.opts.Dir || c.opts.Moved:
+		return c.opts.Dir
+	case isDir(rec.Dir):
+		return rec.Dir
+	}
+	c.say("%s: the directory it was made in, %s, is gone; undoing it in %s", addr, rec.Dir, c.opts.Dir)
+	return c.opts.Dir
 }
 
 // finishUndo records how a destroy ended with one instance. Whatever the outcome, what

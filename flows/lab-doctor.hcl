@@ -2,8 +2,11 @@
 # (flows/k8s-lab): lxc list, ss -tlpn for the proxy ports, the member's own processes,
 # kubectl get nodes and the pending pods with their reasons, kubectl get clusters, and
 # karmada-agent in the pull members. Each cluster is checked on its own, in parallel; each
-# problem is one line naming the cluster, what is wrong and what to do. Read-only: it
-# changes nothing, and flow destroy of it has nothing to undo.
+# problem is one line naming the cluster, what is wrong and, after "fix:", the command
+# that repairs it (from the repository's directory). When any line is not ok,
+# exec.verdict fails and lists them, so the doctor exits 1 (0 on a whole lab), like
+# `brew doctor` and kubeadm's preflight. Read-only: it changes nothing, and flow destroy
+# of it has nothing to undo.
 #
 #   make demo-doctor        # flow run flows/lab-doctor.hcl --new --state .flow/lab-doctor.db
 #
@@ -56,6 +59,14 @@ task "exec" "karmada" {
   description = "Karmada: the Clusters Ready, its components available, karmada-agent in the pull members."
   command     = ["bash", "${local.doctor}/karmada.sh", local.config_dir, var.host_cluster, join(",", var.pull_members)]
   timeout     = "2m"
+}
+
+task "exec" "verdict" {
+  description = "Fails, listing them, when any finding is not ok: a script can act on the doctor's exit code."
+  command = concat(["bash", "${local.doctor}/verdict.sh"],
+    flatten([for c in exec.cluster : split("\n", trimspace(c.stdout))]),
+    split("\n", trimspace(exec.karmada.stdout)),
+  )
 }
 
 output "findings" {

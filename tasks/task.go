@@ -17,6 +17,7 @@ package tasks
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,6 +58,23 @@ type Env struct {
 	// TransientRetry bounds how long a task retries transient faults on its own
 	// (see RetryTransient): 0 means DefaultTransientRetry, a negative value none.
 	TransientRetry time.Duration
+	// Dir is the absolute directory the instance acts in: the relative paths it names
+	// are relative to it. Empty means the process's working directory. An undo gets
+	// the directory its instance succeeded in, wherever flow runs now.
+	Dir string
+	// Started, when set, is told the process group of each command the task starts,
+	// with the process's start time (clock ticks since boot), so the state can name a
+	// survivor of a crash; Started(0, 0) says the command ended.
+	Started func(group int, start uint64)
+}
+
+// InDir returns path resolved against env's directory: as it is when absolute or
+// when env has none.
+func (env *Env) InDir(path string) string {
+	if env == nil || env.Dir == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(env.Dir, path)
 }
 
 // AttrError is a Validate error about one attribute; the engine reports it on that

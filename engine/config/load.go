@@ -147,6 +147,10 @@ func errorf(subject hcl.Range, summary, detail string, args ...any) *hcl.Diagnos
 	}
 }
 
+// Suggest returns ` Did you mean "x"?` for the candidate closest to given (at most
+// two edits away), or "".
+func Suggest(given string, candidates []string) string { return suggest(given, candidates) }
+
 // suggest returns ` Did you mean "x"?` for the closest candidate, or "".
 func suggest(given string, candidates []string) string {
 	best, bestDist := "", 3

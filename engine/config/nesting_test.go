@@ -1,8 +1,13 @@
 package config_test
 
 import (
+	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,8 +110,11 @@ func TestDeepFlowRefused(t *testing.T) {
 	}
 }
 
-// TestDeepInputsRefused: a variables file, a --var value and a template nested too
-// deep are refused the same way before HCL parses them.
+// TestDeepInputsRefused: a variables file, a --var value, a FLOW_VAR_ value and a
+// template nested too deep are refused the same way before HCL parses them. Each is
+// tried in a child process (the test binary run again), so a guard that lets one
+// through fails this test with the child's death instead of killing the test binary
+// with a stack overflow no recover catches.
 func TestDeepInputsRefused(t *testing.T) {
 	dir := t.TempDir()
 	flow := filepath.Join(dir, "main.hcl")
@@ -124,23 +132,65 @@ func TestDeepInputsRefused(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", describe(diags))
 	}
-	for _, in := range []config.VarInputs{
-		{Files: []string{filepath.Join(dir, "vars.hcl")}},
-		{Files: []string{filepath.Join(dir, "vars.json")}},
-		{Vars: []string{"v=" + deep("[", "]", 100000)}},
-		{Environ: []string{"FLOW_VAR_v=" + deep("(", ")", 100000)}},
-	} {
-		_, diags := f.Assign(in)
-		if len(diags) != 1 || diags[0].Summary != "Nesting too deep" {
-			t.Errorf("%.60v: diagnostics:\n%s", in, describe(diags))
+	assign := func(in config.VarInputs) func() hcl.Diagnostics {
+		return func() hcl.Diagnostics { _, d := f.Assign(in); return d }
+	}
+	cases := map[string]func() hcl.Diagnostics{
+		"vars.hcl":  assign(config.VarInputs{Files: []string{filepath.Join(dir, "vars.hcl")}}),
+		"vars.json": assign(config.VarInputs{Files: []string{filepath.Join(dir, "vars.json")}}),
+		"--var":     assign(config.VarInputs{Vars: []string{"v=" + deep("[", "]", 100000)}}),
+		"FLOW_VAR_": assign(config.VarInputs{Environ: []string{"FLOW_VAR_v=" + deep("(", ")", 100000)}}),
+		"template": func() hcl.Diagnostics {
+			vars, _ := f.Assign(config.VarInputs{})
+			_, d := f.NewScope(vars)
+			return d
+		},
+	}
+	if name := os.Getenv(nestingChild); name != "" {
+		reportInChild(cases[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		got := inChild(t, "TestDeepInputsRefused", name)
+		if !strings.HasPrefix(got, "1 error: Nesting too deep") && !(name == "template" && strings.Contains(got, "nest more than")) {
+			t.Errorf("%s: %s", name, got)
 		}
 	}
 	vars, _ := f.Assign(config.VarInputs{})
-	_, diags = f.NewScope(vars)
-	if !diags.HasErrors() || !strings.Contains(diags.Error(), "nest more than") {
-		t.Errorf("templatefile of a deep template: %v", diags)
-	}
 	if v := vars["v"]; !v.RawEquals(cty.ListVal([]cty.Value{cty.NumberIntVal(1)})) {
 		t.Errorf("v = %#v", v)
 	}
+}
+
+// nestingChild names, in a child process of the test binary, the case it runs.
+const nestingChild = "FLOW_TEST_NESTING_CHILD"
+
+// reportInChild runs one case in the child with a small stack limit, prints its
+// diagnostics as one line, and exits.
+func reportInChild(f func() hcl.Diagnostics) {
+	debug.SetMaxStack(64 << 20) // a parser that recurses without the guard dies fast
+	d := f()
+	var said []string
+	for _, e := range d {
+		said = append(said, e.Summary+": "+e.Detail)
+	}
+	fmt.Printf("\n%s %d error: %s\n", childMark, len(d.Errs()), strings.ReplaceAll(strings.Join(said, "; "), "\n", " "))
+	os.Exit(0)
+}
+
+const childMark = "CHILD-RESULT:"
+
+// inChild runs test's case name in a child process and returns the line it printed,
+// or says how the child died.
+func inChild(t *testing.T, test, name string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), nestingChild+"="+name)
+	out, err := cmd.CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, childMark+" "); ok && err == nil {
+			return rest
+		}
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return fmt.Sprintf("the child process died (%v) before it could say: %.200s", err, first)
 }

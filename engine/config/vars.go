@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -107,6 +108,11 @@ func (f *Flow) finishVars(raw map[string]cty.Value, partial bool, diags hcl.Diag
 	return out, diags
 }
 
+// parseText reads text given for v outside any file (a --var or FLOW_VAR_ value,
+// named by source): literally for a string variable, else as an HCL expression of
+// v's type. A value that is not one is an error naming the source, the type wanted
+// and the text given (unless v is sensitive), with no source range: there is no file
+// to show.
 func parseText(v *Variable, text, source string) (cty.Value, hcl.Diagnostics) {
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
 		return cty.StringVal(text), nil
@@ -116,10 +122,39 @@ func parseText(v *Variable, text, source string) (cty.Value, hcl.Diagnostics) {
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(text), source, hcl.InitialPos)
 	if diags.HasErrors() {
-		return cty.DynamicVal, diags
+		return cty.DynamicVal, textError(v, text, source, diags[0].Summary+": "+diags[0].Detail)
 	}
 	val, diags := expr.Value(nil)
-	return val, diags
+	if diags.HasErrors() {
+		why := "it is not a value"
+		if len(expr.Variables()) > 0 {
+			why = "a word without quotes is no value here; give the value itself, written as in HCL"
+		}
+		return cty.DynamicVal, textError(v, text, source, why)
+	}
+	if _, err := convert.Convert(val, v.Type); err != nil {
+		return cty.DynamicVal, textError(v, text, source, err.Error())
+	}
+	return val, nil
+}
+
+// textError is parseText's error for text that is not a value of v's type.
+func textError(v *Variable, text, source, why string) hcl.Diagnostics {
+	given := fmt.Sprintf("%q", text)
+	if v.Sensitive {
+		given = "the value given (sensitive, not shown)"
+	}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+		Detail: fmt.Sprintf("%s: variable %q wants %s; %s is not one (%s).",
+			source, v.Name, typeName(v.Type), given, strings.TrimSuffix(why, "."))}}
+}
+
+// typeName is t as a message says it: "a number", "a value of type list(string)".
+func typeName(t cty.Type) string {
+	if t.IsPrimitiveType() {
+		return "a " + typeexpr.TypeString(t)
+	}
+	return "a value of type " + typeexpr.TypeString(t)
 }
 
 func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) {
@@ -153,9 +188,16 @@ func (f *Flow) readVarFile(path string) (map[string]cty.Value, hcl.Diagnostics) 
 		val, d := a.Expr.Value(nil)
 		diags = append(diags, d...)
 		if _, err := convert.Convert(val, v.Type); err != nil && !d.HasErrors() {
-			// Report a wrong type on the value in the file, not on the declaration.
-			diags = append(diags, errorf(a.Expr.Range(), "Invalid value for variable",
-				"The value given for %q does not match its type: %s.", name, err))
+			// Report a wrong type on the value in the file, not on the declaration; a
+			// sensitive one by its line, which is not shown.
+			d := errorf(a.Expr.Range(), "Invalid value for variable",
+				"The value given for %q does not match its type: %s.", name, err)
+			if v.Sensitive {
+				d.Detail = fmt.Sprintf("%s:%d: the value given for sensitive variable %q (not shown) does not match its type: %s.",
+					path, a.Expr.Range().Start.Line, name, err)
+				d.Subject = nil
+			}
+			diags = append(diags, d)
 			continue
 		}
 		out[name] = val

@@ -82,18 +82,28 @@ func TestAssignErrors(t *testing.T) {
 		in   config.VarInputs
 		want []string
 	}{
-		{"number from text", config.VarInputs{Vars: []string{"replicas=three"}}, []string{"Variables not allowed"}},
+		// The variable, the type it wants and the text given, with no range in a file
+		// that does not exist ("--var replicas", "source code not available").
+		{"number from text", config.VarInputs{Vars: []string{"replicas=three"}},
+			[]string{`--var replicas: variable "replicas" wants a number; "three" is not one`}},
 		{"wrong type from environment", config.VarInputs{Environ: []string{`FLOW_VAR_replicas="x"`}},
-			[]string{`The value given for "replicas" does not match its type`}},
+			[]string{`environment variable FLOW_VAR_replicas: variable "replicas" wants a number; "\"x\"" is not one (a number is required)`}},
+		{"syntax error in --var", config.VarInputs{Vars: []string{"members=[1"}},
+			[]string{`--var members: variable "members" wants a value of type set(string); "[1" is not one (Unterminated tuple`}},
 		{"missing var file", config.VarInputs{Files: []string{"testdata/vars/missing.hcl"}}, []string{"Cannot read variables file"}},
 		{"all in one pass", config.VarInputs{Vars: []string{"nope=1", "members=3", "broken"}},
-			[]string{`declares no variable "nope"`, `The value given for "members"`, `expected NAME=VALUE`}},
+			[]string{`declares no variable "nope"`, `variable "members" wants a value of type set(string)`, `expected NAME=VALUE`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, diags := flow.Assign(tt.in)
 			if len(diags.Errs()) != len(tt.want) {
 				t.Errorf("%d errors, want %d: %v", len(diags.Errs()), len(tt.want), diags)
+			}
+			for _, d := range diags {
+				if d.Subject != nil && strings.HasPrefix(d.Subject.Filename, "--var") {
+					t.Errorf("diagnostic points into %q, which is no file: %v", d.Subject.Filename, d)
+				}
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(describe(diags), w) {
@@ -124,6 +134,12 @@ func TestSensitiveVariables(t *testing.T) {
 		if vars["public"].ContainsMarked() {
 			t.Errorf("%+v: public variable is marked", in)
 		}
+	}
+
+	// A wrong value for a sensitive variable is not echoed in the error.
+	_, diags := flow.Assign(config.VarInputs{Vars: []string{"pins=[98765"}})
+	if msg := describe(diags); !strings.Contains(msg, `variable "pins" wants`) || strings.Contains(msg, "98765") {
+		t.Errorf("error for a sensitive --var: %s", msg)
 	}
 
 	vars, _ := flow.Assign(config.VarInputs{})

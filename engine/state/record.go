@@ -19,6 +19,9 @@ const (
 	Failed      Status = "failed"      // finished with an error
 	Skipped     Status = "skipped"     // not run; Instance.Reason says why
 	Interrupted Status = "interrupted" // stopped by a signal or a crash before finishing
+	// Removed is never stored: readers show it for an instance no longer in the flow
+	// that the run undid (a record with Removed and Succeeded).
+	Removed Status = "removed"
 )
 
 // Run is the record of one invocation of a flow (resumes included).
@@ -90,6 +93,16 @@ type Instance struct {
 	// Removed marks an instance no longer in the flow that this run undid (succeeded)
 	// or failed to undo.
 	Removed bool `json:"removed,omitempty"`
+	// Dir is the absolute directory the instance acted in (its relative paths are
+	// relative to it): where its undo acts. Empty in records written before flow kept it.
+	Dir string `json:"dir,omitempty"`
+	// Group is the process group of the command the instance was running, while it
+	// ran one (0 otherwise), and GroupStart that process's start time in clock ticks
+	// since boot (/proc/PID/stat): a resume that finds the same process alive stops it
+	// before running the instance again, and never stops a process that merely reuses
+	// the number.
+	Group      int    `json:"group,omitempty"`
+	GroupStart uint64 `json:"group_start,omitempty"`
 }
 
 // check reports whether r can be stored.

@@ -54,6 +54,9 @@ normally are not stopped.`,
 		},
 		Undo:     "flow destroy runs the task's undo script, when it has one; without it flow destroy cannot know what the command did and leaves it as it is.",
 		UndoAttr: "undo",
+		// What the undo script runs with: a change to one of them is another object,
+		// so a run undoes the old one first; the command itself may read a secret.
+		DestroyReads: []string{"undo", "env", "dir"},
 		Example: `task "exec" "build" {
   command       = ["go", "build", "-o", "bin/flow", "."]
   dir           = "src"

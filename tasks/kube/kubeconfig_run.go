@@ -105,7 +105,7 @@ func sameFile(path string, data []byte) (bool, error) {
 // Destroy removes the file the task wrote: a kubeconfig holds credentials, and one left
 // behind would point at a cluster that is gone.
 func (k *Kubeconfig) Destroy(_ context.Context, env *tasks.Env, _ tasks.Outputs) error {
-	if err := os.Remove(k.Path); errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(env.InDir(k.Path)); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(env.Stdout, "%s already absent\n", k.Path)
 		return nil
 	} else if err != nil {

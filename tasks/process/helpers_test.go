@@ -98,7 +98,7 @@ func outPID(t *testing.T, out tasks.Outputs) int {
 
 func alive(pid int) bool {
 	info, err := inspect(pid)
-	return err == nil && info.alive
+	return err == nil && info.Alive
 }
 
 // waitDead waits until pid is gone; zombies count as gone.
@@ -136,7 +136,7 @@ func spawn(t *testing.T, argv ...string) int {
 func recordOf(t *testing.T, pid int) record {
 	t.Helper()
 	info, err := inspect(pid)
-	if err != nil || !info.alive {
+	if err != nil || !info.Alive {
 		t.Fatalf("inspect %d: %+v, %v", pid, info, err)
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
@@ -144,7 +144,7 @@ func recordOf(t *testing.T, pid int) record {
 		t.Fatal(err)
 	}
 	argv := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
-	return record{PID: pid, Argv: argv, Start: info.start, BootID: bootID()}
+	return record{PID: pid, Argv: argv, Start: info.Start, BootID: bootID()}
 }
 
 func readLog(t *testing.T, p *Process) string {

@@ -32,7 +32,7 @@ type record struct {
 // matches reports whether p is the process r recorded: alive, and started at the
 // recorded time of this boot.
 func (r record) matches(p procInfo) bool {
-	return p.alive && p.start == r.Start && r.BootID == bootID()
+	return p.Alive && p.Start == r.Start && r.BootID == bootID()
 }
 
 // bootID identifies the running kernel's boot; "" where /proc does not say.
@@ -136,14 +136,14 @@ func RecordedGroup(path string) (pgrp int, ok bool, err error) {
 	if err != nil || !rec.matches(info) {
 		return 0, false, err
 	}
-	return info.pgrp, true, nil
+	return info.Group, true, nil
 }
 
 // Group returns the process group of pid, or 0 when no such process runs.
 func Group(pid int) (int, error) {
 	info, err := inspect(pid)
-	if err != nil || !info.alive {
+	if err != nil || !info.Alive {
 		return 0, err
 	}
-	return info.pgrp, nil
+	return info.Group, nil
 }

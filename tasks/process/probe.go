@@ -10,8 +10,8 @@ import (
 
 // Probe reports the process its pid file names gone, replaced by another, or running
 // another command: a reboot or a kill since the run.
-func (p *Process) Probe(_ context.Context, _ *tasks.Env, _ tasks.Outputs) (string, error) {
-	rec, ok, err := readRecord(p.PIDFile)
+func (p *Process) Probe(_ context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
+	rec, ok, err := readRecord(env.InDir(p.PIDFile))
 	if err != nil {
 		return "", err
 	}

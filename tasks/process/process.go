@@ -152,6 +152,13 @@ func (p *Process) readyTimeout() (time.Duration, error) {
 }
 
 // program names the command in messages: `start "sleep"`.
+// in returns p with its relative paths taken from env's directory (tasks.Env.Dir).
+func (p *Process) in(env *tasks.Env) *Process {
+	cp := *p
+	cp.Dir, cp.PIDFile, cp.LogFile = env.InDir(p.Dir), env.InDir(p.PIDFile), env.InDir(p.LogFile)
+	return &cp
+}
+
 func (p *Process) program() string { return filepath.Base(p.Command[0]) }
 
 var _ tasks.Task = (*Process)(nil)

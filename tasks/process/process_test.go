@@ -116,15 +116,15 @@ func TestParseStat(t *testing.T) {
 		want    procInfo
 		wantErr bool
 	}{
-		{stat: "100 (sleep) S" + fields, want: procInfo{alive: true, pgrp: 100, start: 123456}},
-		{stat: "100 (a) b (c)) R" + fields, want: procInfo{alive: true, pgrp: 100, start: 123456}},
-		{stat: "100 (sleep) Z" + fields, want: procInfo{pgrp: 100, start: 123456}},
+		{stat: "100 (sleep) S" + fields, want: procInfo{Alive: true, Group: 100, Start: 123456}},
+		{stat: "100 (a) b (c)) R" + fields, want: procInfo{Alive: true, Group: 100, Start: 123456}},
+		{stat: "100 (sleep) Z" + fields, want: procInfo{Group: 100, Start: 123456}},
 		{stat: "100 (sleep) S 1 100", wantErr: true},
 		{stat: "garbage", wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := parseStat([]byte(tt.stat))
-		if (err != nil) != tt.wantErr || got.alive != tt.want.alive || got.pgrp != tt.want.pgrp || got.start != tt.want.start {
+		if (err != nil) != tt.wantErr || got.Alive != tt.want.Alive || got.Group != tt.want.Group || got.Start != tt.want.Start {
 			t.Errorf("parseStat(%q) = %+v, %v; want %+v (error: %v)", tt.stat, got, err, tt.want, tt.wantErr)
 		}
 	}

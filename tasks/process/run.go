@@ -59,6 +59,7 @@ func (p *Process) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	p = p.in(env)
 	logFile, err := filepath.Abs(p.LogFile)
 	if err != nil {
 		return nil, fmt.Errorf("log_file %s: %w", p.LogFile, err)
@@ -140,10 +141,10 @@ func (p *Process) start(ctx context.Context, out io.Writer, logFile string) (*ru
 	defer release.Close() // unreleased: the gate reads EOF and the program never runs
 	pid := cmd.Process.Pid
 	info, err := inspect(pid) // not reaped yet, so readable even if it exited already
-	if err == nil && info.start == 0 {
+	if err == nil && info.Start == 0 {
 		err = errors.New("no start time in /proc")
 	}
-	rec := record{PID: pid, Argv: p.Command, Start: info.start, BootID: bootID()}
+	rec := record{PID: pid, Argv: p.Command, Start: info.Start, BootID: bootID()}
 	if err == nil {
 		err = writeRecord(p.PIDFile, rec)
 	}

@@ -74,7 +74,7 @@ func signal(rec record, sig syscall.Signal) error {
 		return nil // gone already
 	}
 	target := rec.PID
-	if info.pgrp == rec.PID {
+	if info.Group == rec.PID {
 		target = -rec.PID
 	}
 	if err := syscall.Kill(target, sig); err != nil && err != syscall.ESRCH {

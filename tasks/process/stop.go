@@ -64,6 +64,8 @@ func (s *ProcessStop) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, e
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	in := *s
+	in.PIDFile, s = env.InDir(s.PIDFile), &in
 	out := stdout(env)
 	sig, _ := s.signal()
 	timeout, _ := s.timeout()

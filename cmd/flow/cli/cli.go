@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -73,6 +75,8 @@ type CLI struct {
 	// command is the command's name and flowArg the flow path given to run or plan.
 	resolved  string
 	stateFrom stateSource
+	// noneFound: .flow holds no state file, and resolved is a name no run creates.
+	noneFound bool
 	command   string
 	flowArg   string
 	// movedFlow is resume's, destroy's and plan --destroy's --flow: where the run's
@@ -103,7 +107,12 @@ with "flow resume" without redoing what succeeded.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file or postgres:// URL (default $FLOW_STATE, else .flow/NAME.db for a flow NAME.hcl or directory NAME)")
-	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return c.resolveState(cmd, args) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := c.checkLogLevel(cmd); err != nil {
+			return err
+		}
+		return c.resolveState(cmd, args)
+	}
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().BoolVar(&c.logJSON, "log-json", false, "write flow's own logs as JSON")
 	// --version prints what `flow version` does.
@@ -131,7 +140,19 @@ func (c *CLI) Execute(args []string) error {
 		}
 	}
 	c.root.SetArgs(args)
-	return c.root.Execute()
+	return c.noStateHere(c.root.Execute())
+}
+
+// logLevels are --log-level's values, as hclog names them.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// checkLogLevel refuses a --log-level hclog does not know: it would log at its
+// default level without a word.
+func (c *CLI) checkLogLevel(cmd *cobra.Command) error {
+	if slices.Contains(logLevels, strings.ToLower(c.logLevel)) {
+		return nil
+	}
+	return failf(ExitInvalid, "--log-level %q: want one of %s (see %s --help)", c.logLevel, strings.Join(logLevels, ", "), cmd.CommandPath())
 }
 
 // state is the state file the command uses, as resolveState chose it.

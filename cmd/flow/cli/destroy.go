@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ answered "yes", 2 invalid flow, usage or state, or no terminal and no --auto-app
 
 func (c *CLI) destroy(f destroyFlags) error {
 	if !f.autoApprove && !c.stdinTerminal {
+		if done, err := c.nothingToDestroy(f); done {
+			return err
+		}
 		return failf(ExitInvalid, "flow destroy asks before it destroys, and there is no terminal to ask on: "+
 			"nothing was destroyed; see what it would do with %q, and pass --auto-approve to destroy without asking",
 			c.commandHint("flow plan --destroy"))
@@ -87,6 +91,9 @@ func (c *CLI) destroy(f destroyFlags) error {
 		return failf(ExitTaskFailed, "%v", err)
 	}
 	if err != nil {
+		if said, _ := c.sayNothingToDestroy(err); said {
+			return nil
+		}
 		return c.refused(err)
 	}
 	c.destroySummary(o.Run, o.Result, time.Since(obs.began), c.resumeHint(o.Loaded, f.varFlags))
@@ -105,9 +112,12 @@ func (c *CLI) confirmDestroy(pv *engine.DestroyPreview) bool {
 func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took time.Duration, hint string) {
 	counts := map[engine.Status]int{}
 	for _, r := range res.Records {
+		if r.Removed && r.Status == engine.Succeeded {
+			continue // counted in res.Removed
+		}
 		counts[r.Status]++
 	}
-	parts := []string{fmt.Sprintf("%d destroyed", counts[engine.Succeeded])}
+	parts := []string{fmt.Sprintf("%d destroyed", counts[engine.Succeeded]+res.Removed)}
 	for _, p := range []struct {
 		s    engine.Status
 		name string
@@ -124,4 +134,42 @@ func (c *CLI) destroySummary(run *engine.RunRecord, res *engine.Result, took tim
 	if res.Status != engine.Succeeded {
 		fmt.Fprintf(c.stdout, "Continue with %q; see %q.\n", strings.Replace(hint, "flow resume", "flow destroy", 1), c.commandHint("flow status"))
 	}
+}
+
+// nothingToDestroy reports whether a destroy would undo nothing, saying so: then it
+// needs no answer, and a caller without a terminal is not refused.
+func (c *CLI) nothingToDestroy(f destroyFlags) (bool, error) {
+	req := c.request(f.varFlags, io.Discard, false)
+	req.Flow = c.movedFlow
+	pv, err := engine.NewSession(c.state(), c.reg).PreviewDestroy(req)
+	if err != nil {
+		return c.sayNothingToDestroy(err)
+	}
+	if pv.Destroys() > 0 {
+		return false, nil
+	}
+	fmt.Fprintf(c.stdout, "Nothing to destroy: flow destroy would leave every instance run %d made as it is (see %q).\n",
+		pv.Target.ID, c.commandHint("flow plan --destroy"))
+	return true, nil
+}
+
+// sayNothingToDestroy says, for a refusal that means there is nothing to destroy (no
+// state file, no run, the latest run destroyed), why, and reports true: that is no failure.
+func (c *CLI) sayNothingToDestroy(err error) (bool, error) {
+	var (
+		none    *engine.NoStateError
+		noRuns  *engine.NoRunsError
+		nothing *engine.NothingToDoError
+	)
+	switch {
+	case errors.As(err, &none):
+		fmt.Fprintf(c.stdout, "Nothing to destroy: there is no state file %s.\n", c.whereNoState(none.Path))
+	case errors.As(err, &noRuns):
+		fmt.Fprintf(c.stdout, "Nothing to destroy: %s holds no runs.\n", noRuns.Path)
+	case errors.As(err, &nothing):
+		c.printNothing(nothing)
+	default:
+		return false, nil
+	}
+	return true, nil
 }

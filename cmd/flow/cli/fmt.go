@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -41,6 +43,9 @@ and exits 1 if there are any.`,
 	return cmd
 }
 
+// format formats path, a file or the .hcl files of a directory. A file that does not
+// parse is reported and left as it is, and the others are still formatted (and
+// listed): one broken file must not hide the rest.
 func (c *CLI) format(path string, check bool) error {
 	files := []string{path}
 	if info, err := os.Stat(path); err != nil {
@@ -49,40 +54,65 @@ func (c *CLI) format(path string, check bool) error {
 		files, _ = filepath.Glob(filepath.Join(path, "*.hcl"))
 	}
 	changed := 0
+	var broken []string
 	for _, name := range files {
-		src, err := os.ReadFile(name)
-		if err != nil {
-			return fail(ExitInvalid, err)
-		}
-		// A file nested too deep is refused before the parser sees it (no source
-		// snippet: its line may be as long as the file).
-		if diags := config.CheckNesting(src, name, config.ConfigSyntax); diags.HasErrors() {
-			c.printDiags(nil, diags)
-			return reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
-		}
-		// Never rewrite a file that does not parse: formatting would garble it.
-		if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
-			c.printDiags(&config.Flow{Files: map[string]*hcl.File{name: {Bytes: src}}}, diags) // for the source snippet
-			return reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
-		}
-		out := hclwrite.Format(src)
-		if bytes.Equal(src, out) {
+		did, err := c.formatFile(name, check)
+		var ee *exitError
+		if errors.As(err, &ee) && ee.reported {
+			broken = append(broken, name)
 			continue
 		}
-		changed++
-		fmt.Fprintln(c.stdout, name)
-		if check {
-			c.printDiff(name, src, out)
-		} else {
-			if err := os.WriteFile(name, out, 0o644); err != nil {
-				return fail(ExitInvalid, err)
-			}
+		if err != nil {
+			return err
+		}
+		if did {
+			changed++
 		}
 	}
-	if check && changed > 0 {
+	switch {
+	case len(broken) == 1 && len(files) == 1:
+		return reported(ExitInvalid, fmt.Errorf("%s does not parse", broken[0]))
+	case len(broken) == 1:
+		return failf(ExitInvalid, "%s does not parse, and was left as it is", broken[0])
+	case len(broken) > 1:
+		return failf(ExitInvalid, "%d files do not parse, and were left as they are: %s", len(broken), strings.Join(broken, ", "))
+	case check && changed > 0:
 		return reported(ExitTaskFailed, fmt.Errorf("%s not formatted", count(changed, "file is")))
 	}
 	return nil
+}
+
+// formatFile formats one file (with check, shows the diff instead), and says whether
+// it changed; a file that does not parse is a reported error and is not touched.
+func (c *CLI) formatFile(name string, check bool) (bool, error) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return false, fail(ExitInvalid, err)
+	}
+	// A file nested too deep is refused before the parser sees it (no source
+	// snippet: its line may be as long as the file).
+	if diags := config.CheckNesting(src, name, config.ConfigSyntax); diags.HasErrors() {
+		c.printDiags(nil, diags)
+		return false, reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
+	}
+	// Never rewrite a file that does not parse: formatting would garble it.
+	if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
+		c.printDiags(&config.Flow{Files: map[string]*hcl.File{name: {Bytes: src}}}, diags) // for the source snippet
+		return false, reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
+	}
+	out := hclwrite.Format(src)
+	if bytes.Equal(src, out) {
+		return false, nil
+	}
+	fmt.Fprintln(c.stdout, name)
+	if check {
+		c.printDiff(name, src, out)
+		return true, nil
+	}
+	if err := os.WriteFile(name, out, 0o644); err != nil {
+		return false, fail(ExitInvalid, err)
+	}
+	return true, nil
 }
 
 // printDiff shows what formatting would change in name as a unified diff.

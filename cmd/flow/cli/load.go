@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -43,8 +44,49 @@ func (c *CLI) printDiags(flow *config.Flow, diags hcl.Diagnostics) {
 	if flow != nil {
 		files = flow.Files
 	}
-	w := hcl.NewDiagnosticTextWriter(c.stderr, files, 100, false)
+	w := hcl.NewDiagnosticTextWriter(c.stderr, withSources(files, diags), 100, false)
 	w.WriteDiagnostics(diags)
+}
+
+// withSources is files and, for a diagnostic in a file the flow does not hold (a
+// --var-file; a flow file that did not load), that file as it is on disk, so its
+// lines are shown. A name that is no regular file ("--var NAME") is left out.
+func withSources(files map[string]*hcl.File, diags hcl.Diagnostics) map[string]*hcl.File {
+	out := make(map[string]*hcl.File, len(files))
+	for name, f := range files {
+		out[name] = f
+	}
+	for _, d := range diags {
+		if d.Subject == nil || out[d.Subject.Filename] != nil {
+			continue
+		}
+		name := d.Subject.Filename
+		if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxShownSource {
+			continue
+		}
+		if src, err := os.ReadFile(name); err == nil && shortLine(src, d.Subject.Start.Byte) {
+			out[name] = &hcl.File{Bytes: src}
+		}
+	}
+	return out
+}
+
+// maxShownSource bounds the file withSources reads to show a line of it, and
+// maxShownLine the line: a file that nests too deep may be one line long.
+const (
+	maxShownSource = 4 << 20
+	maxShownLine   = 1000
+)
+
+// shortLine reports whether the line of src holding offset is at most maxShownLine.
+func shortLine(src []byte, offset int) bool {
+	offset = min(max(offset, 0), len(src))
+	start := bytes.LastIndexByte(src[:offset], '\n') + 1
+	end := bytes.IndexByte(src[offset:], '\n')
+	if end < 0 {
+		end = len(src) - offset
+	}
+	return offset+end-start <= maxShownLine
 }
 
 // reportDiags prints diags and returns the invalid-flow error.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,12 +51,42 @@ func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	if errors.As(err, new(*engine.BusyError)) {
 		err := retryLive(func() (err error) { out, err = live.Log(c.state(), runID, addr); return err })
 		if err != nil {
-			return nil, c.liveFailed(err)
+			return nil, c.keyMissing(addr, runID, c.liveFailed(err))
 		}
 		return out, nil
 	}
 	if err != nil {
-		return nil, c.refused(err)
+		return nil, c.keyMissing(addr, runID, c.refused(err))
 	}
 	return out, nil
+}
+
+// keyMissing is err, or, when addr names a task with keys without one, an error
+// listing its instances.
+func (c *CLI) keyMissing(addr string, runID uint64, err error) error {
+	keys := c.instancesOf(addr, runID)
+	if len(keys) == 0 {
+		return err
+	}
+	return failf(ExitInvalid, "%s has one instance per key; name one: %s (e.g. %s)",
+		addr, strings.Join(keys, ", "), c.commandHint("flow logs", keys[0]))
+}
+
+// instancesOf is the addresses of the instances of the task addr (TYPE.NAME, no key)
+// in the run, when it has keys; nil when it is one instance or there is no such task.
+func (c *CLI) instancesOf(addr string, runID uint64) []string {
+	if strings.HasSuffix(addr, "]") {
+		return nil
+	}
+	doc, err := c.loadStatus(runID)
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, t := range doc.Tasks {
+		if strings.HasPrefix(t.Address, addr+"[") {
+			keys = append(keys, t.Address)
+		}
+	}
+	return keys
 }

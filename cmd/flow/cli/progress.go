@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -261,7 +262,9 @@ func (v *liveView) render() string {
 }
 
 // wrap breaks text into lines of fewer than width characters, at spaces where it
-// can; "" is no line.
+// can, but not inside a quoted command ("flow resume --state x.db"), which a reader
+// copies: it moves to the next line whole, and is broken only when it is longer than
+// a line. "" is no line.
 func wrap(text string, width int) []string {
 	if text == "" {
 		return nil
@@ -270,7 +273,7 @@ func wrap(text string, width int) []string {
 	var lines []string
 	for _, para := range strings.Split(text, "\n") {
 		line := []rune{}
-		for _, word := range strings.Fields(cut(para, len(para)+2)) {
+		for _, word := range unbroken(strings.Fields(cut(para, len(para)+2)), limit) {
 			w := []rune(word)
 			switch {
 			case len(line) == 0:
@@ -289,6 +292,29 @@ func wrap(text string, width int) []string {
 		lines = append(lines, string(line))
 	}
 	return lines
+}
+
+// unbroken joins the words from one that opens a double quote to the one that closes
+// it, so a quoted command is one word for wrap, when it fits in limit runes; a longer
+// one stays words, to break between them.
+func unbroken(words []string, limit int) []string {
+	var out, group []string
+	for _, w := range words {
+		if group == nil && strings.Count(w, `"`)%2 == 0 {
+			out = append(out, w)
+			continue
+		}
+		group = append(group, w)
+		if len(group) > 1 && strings.Count(w, `"`)%2 == 1 { // closes the quote
+			if joined := strings.Join(group, " "); utf8.RuneCountInString(joined) <= limit {
+				out = append(out, joined)
+			} else {
+				out = append(out, group...)
+			}
+			group = nil
+		}
+	}
+	return append(out, group...) // a quote never closed: words as they are
 }
 
 // cut shortens s to width columns (runes; wide characters may overflow), keeping a

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ type execFlags struct {
 	failFast       bool
 	transientRetry time.Duration
 	keepRemoved    bool // run only
+	move           bool // run only
 }
 
 func (e *execFlags) add(cmd *cobra.Command) {
@@ -74,7 +76,8 @@ Exit codes: 0 success, 1 a task failed, 2 invalid flow or usage, 130 interrupted
 		Example: `  flow run flows/demo.hcl
   flow run flows/demo.hcl --parallelism 2 --var members='["a","b","c"]'
   flow run flows/lab.hcl --var-file lab.vars.hcl --fail-fast
-  flow run flows/demo.hcl --new    # abandon an unfinished run and start over`,
+  flow run flows/demo.hcl --new    # abandon an unfinished run and start over
+  flow run flows/demo.hcl --move   # the project moved here: undo its old instances here too`,
 		Args: exactArgs(1, "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.execute(args[0], f, fresh)
@@ -84,6 +87,8 @@ Exit codes: 0 success, 1 a task failed, 2 invalid flow or usage, 130 interrupted
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new run even if the latest one did not finish")
 	cmd.Flags().BoolVar(&f.keepRemoved, "keep-removed", false,
 		"leave the instances the state holds and the flow no longer has as they are, for a later run or destroy to undo")
+	cmd.Flags().BoolVar(&f.move, "move", false,
+		"run here although the state's instances were made in another directory (the project moved): their undo acts here too")
 	return cmd
 }
 
@@ -123,14 +128,28 @@ func (c *CLI) addMovedFlow(cmd *cobra.Command) {
 
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			if n == 0 {
-				return fail(ExitInvalid, fmt.Errorf("%s takes no arguments", cmd.CommandPath()))
-			}
-			return fail(ExitInvalid, fmt.Errorf("%s needs %s (see --help)", cmd.CommandPath(), names))
+		switch {
+		case len(args) > n && n == 0:
+			return failf(ExitInvalid, "%s takes no arguments; %s", cmd.CommandPath(), extraArgs(args))
+		case len(args) > n:
+			return failf(ExitInvalid, "%s takes %s only; %s (see --help)", cmd.CommandPath(), names, extraArgs(args[n:]))
+		case len(args) < n:
+			return failf(ExitInvalid, "%s needs %s (see --help)", cmd.CommandPath(), names)
 		}
 		return nil
 	}
+}
+
+// extraArgs names the arguments a command does not take.
+func extraArgs(extra []string) string {
+	q := make([]string, len(extra))
+	for i, a := range extra {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	if len(q) == 1 {
+		return "extra argument " + q[0]
+	}
+	return "extra arguments " + strings.Join(q, ", ")
 }
 
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
@@ -155,7 +174,7 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 	req := c.request(f.varFlags, out, live)
 	req.Observer = obs
 	req.Flow, req.New, req.Targets, req.Replace = path, fresh, f.targetAddrs(), f.replaceAddrs()
-	req.NoRefresh, req.KeepRemoved = !f.refresh, f.keepRemoved
+	req.NoRefresh, req.KeepRemoved, req.Move = !f.refresh, f.keepRemoved, f.move
 	req.Parallelism, req.FailFast, req.TransientRetry = f.parallelism, f.failFast, f.transientBound()
 	sess := engine.NewSession(c.state(), c.reg)
 	run := sess.Run
@@ -203,8 +222,12 @@ func (c *CLI) interruptible(continueWith string, view *liveView) (context.Contex
 		}
 		cancel()
 		if _, ok := <-sigs; ok {
-			if !view.leave("Exiting at once.") {
-				fmt.Fprintln(c.stderr, "Exiting at once.")
+			msg := "Exiting at once; the tasks' processes were stopped."
+			if left := engine.KillTasks(); len(left) > 0 {
+				msg = fmt.Sprintf("Exiting at once; could not stop the process groups %v, which still run.", left)
+			}
+			if !view.leave(msg) {
+				fmt.Fprintln(c.stderr, msg)
 			}
 			os.Exit(ExitInterrupted)
 		}

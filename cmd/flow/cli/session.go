@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -81,6 +82,7 @@ func (c *CLI) refused(err error) error {
 		nothing *engine.NothingToDoError
 		place   *engine.PlaceError
 		other   *engine.OtherFlowError
+		away    *engine.ElsewhereError
 	)
 	switch {
 	case errors.As(err, &flowErr):
@@ -89,6 +91,12 @@ func (c *CLI) refused(err error) error {
 		return failf(ExitInvalid, "the state file %s belongs to the flow %s (run %d), not %s: give this flow a state file of its own "+
 			"(--state, or leave it out: the default is named after the flow), or first destroy what the other created with %q",
 			other.Path, displayPath(other.Holds), other.Run, displayPath(other.Flow), c.commandHint("flow destroy"))
+	case errors.As(err, &away):
+		return failf(ExitInvalid, "the state file %s holds %s made in %s; a run here, in %s, would make them again and lose track of those: "+
+			"run it from there, give this directory a state file of its own (--state), destroy what the state holds first with %q, "+
+			"or, if the project moved here, take them along with %q",
+			away.Path, count(away.Count, "instance"), strings.Join(away.Dirs, ", "), away.Here,
+			c.commandHint("flow destroy"), c.commandHint("flow run --move", "PATH"))
 	case errors.As(err, &place) && place.Moved:
 		return failf(ExitInvalid, "%v", place)
 	case errors.As(err, &place):
@@ -105,8 +113,8 @@ func (c *CLI) refused(err error) error {
 	case errors.As(err, &noRuns):
 		return failf(ExitInvalid, "no runs in %s yet", noRuns.Path)
 	case errors.As(err, &unfin) && unfin.Latest.Destroys != 0:
-		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with %q",
-			unfin.Latest.ID, unfin.Latest.Destroys, unfin.Status, c.commandHint("flow destroy"))
+		return failf(ExitInvalid, "the latest run (%d) destroys run %d and did not finish: it is %s; continue it with %q, or start a new run anyway with %q",
+			unfin.Latest.ID, unfin.Latest.Destroys, unfin.Status, c.commandHint("flow destroy"), c.commandHint("flow run --new", c.hintFlow(unfin.Latest.Flow)))
 	case errors.As(err, &unfin):
 		return failf(ExitInvalid, "the latest run (%d, %s) did not finish: it is %s; continue it with %q or start over with %q",
 			unfin.Latest.ID, unfin.Latest.Flow, unfin.Status, c.commandHint("flow resume"), c.commandHint("flow run --new", c.hintFlow(unfin.Latest.Flow)))
@@ -125,6 +133,12 @@ func (c *CLI) printNothing(e *engine.NothingToDoError) {
 		fmt.Fprintf(c.stdout, "Nothing to destroy: run %d was destroyed by run %d.\n", l.Destroys, l.ID)
 	case l.Destroys != 0:
 		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) destroyed run %d. Start a new one with %q.\n", l.ID, l.Destroys, c.commandHint("flow run", c.hintFlow(l.Flow)))
+	case len(e.Drifted) > 0:
+		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded, but refresh found %s changed since:\n", l.ID, count(len(e.Drifted), "instance"))
+		for _, d := range e.Drifted {
+			fmt.Fprintf(c.stdout, "  %s: %s\n", d.Addr, d.Reason)
+		}
+		fmt.Fprintf(c.stdout, "A new run makes them again: %q.\n", c.commandHint("flow run", c.hintFlow(l.Flow)))
 	default:
 		fmt.Fprintf(c.stdout, "Nothing to resume: the latest run (%d) succeeded. Start a new one with %q.\n", l.ID, c.commandHint("flow run", c.hintFlow(l.Flow)))
 	}

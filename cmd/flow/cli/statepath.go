@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flowdev/flow/engine"
 )
 
 // stateDir holds the state files flow names by default, in the caller's directory.
@@ -44,7 +47,9 @@ func (c *CLI) resolveState(cmd *cobra.Command, args []string) error {
 		sort.Strings(found)
 		switch len(found) {
 		case 0:
-			c.resolved = filepath.Join(stateDir, "state.db")
+			// A name for the engine to refuse with: nothing creates it (run and plan name
+			// their file after the flow), so no message names it; see noStateHere.
+			c.resolved, c.noneFound = filepath.Join(stateDir, "state.db"), true
 		case 1:
 			c.resolved = found[0]
 		default:
@@ -73,4 +78,25 @@ func defaultState(path string) string {
 		name = "state"
 	}
 	return filepath.Join(stateDir, name+".db")
+}
+
+// noStateHere is err, or, when it is a missing state file that resolveState did not
+// find in .flow, a message naming where flow looked and where a run keeps its state,
+// not the placeholder path no command would create.
+func (c *CLI) noStateHere(err error) error {
+	if !c.noneFound || !errors.As(err, new(*engine.NoStateError)) {
+		return err
+	}
+	return failf(ExitInvalid, "no state file %s: nothing has run here yet (flow run FLOW keeps its state in %s; name another with --state or $FLOW_STATE)",
+		c.whereNoState(""), filepath.Join(stateDir, "NAME.db"))
+}
+
+// whereNoState says where the missing state file path was looked for: "at PATH", or,
+// when resolveState found none in .flow, "in DIR/.flow" (PATH is then a name no
+// command creates).
+func (c *CLI) whereNoState(path string) string {
+	if c.noneFound {
+		return "in " + filepath.Join(absPath("."), stateDir)
+	}
+	return "at " + path
 }

@@ -236,7 +236,7 @@ func printStatus(w io.Writer, doc statusDoc) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%s:", count(len(doc.Tasks), "instance"))
-	for _, s := range []engine.Status{engine.Succeeded, engine.Running, engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
+	for _, s := range []engine.Status{engine.Succeeded, engine.Removed, engine.Running, engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
 		if n := counts[string(s)]; n > 0 {
 			fmt.Fprintf(w, " %d %s", n, s)
 		}

@@ -35,11 +35,17 @@ func (c *CLI) summary(run *engine.RunRecord, res *engine.Result, runner engine.P
 	}
 	counts := map[engine.Status]int{}
 	for _, r := range res.Records {
+		if r.Removed && r.Status == engine.Succeeded {
+			continue // counted in res.Removed
+		}
 		counts[r.Status]++
 	}
 	parts := []string{fmt.Sprintf("%d succeeded", counts[engine.Succeeded])}
 	if res.UpToDate > 0 {
 		parts[0] += fmt.Sprintf(" (%d up to date)", res.UpToDate)
+	}
+	if res.Removed > 0 {
+		parts = append(parts, fmt.Sprintf("%d removed (no longer in the flow)", res.Removed))
 	}
 	for _, s := range []engine.Status{engine.Failed, engine.Skipped, engine.Interrupted, engine.Pending} {
 		if counts[s] > 0 {
@@ -50,11 +56,17 @@ func (c *CLI) summary(run *engine.RunRecord, res *engine.Result, runner engine.P
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], name))
 		}
 	}
-	fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
+	if run.Status == engine.Pending {
+		// What "flow status" and "flow runs" say of it: its targets succeeded, the
+		// rest of the flow has not run.
+		fmt.Fprintf(w, "Run %d pending after %s (its --target instances ran): %s.\n", run.ID, roundDuration(took), strings.Join(parts, ", "))
+	} else {
+		fmt.Fprintf(w, "Run %d %s in %s: %s.\n", run.ID, res.Status, roundDuration(took), strings.Join(parts, ", "))
+	}
 	printSlowest(w, res.Records, slowestShown)
 	c.printOutputs(res.Outputs)
 	if run.Status == engine.Pending {
-		fmt.Fprintf(w, "The instances --target left out have not run: the run is unfinished; %q runs them.\n", hint)
+		fmt.Fprintf(w, "The instances --target left out have not run; %q runs them (a plain \"flow run\" starts a new run of the whole flow).\n", hint)
 	} else if res.Status != engine.Succeeded {
 		fmt.Fprintf(w, "Continue with %q; see %q and %q.\n", hint, c.commandHint("flow status"), c.commandHint("flow logs", "ADDRESS"))
 	}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/flowdev/flow/internal/procgroup"
 )
 
 // KillGrace is how long a cancelled command's process group has to exit after SIGTERM
@@ -44,6 +46,9 @@ type Cmd struct {
 	// What names the command in errors: `command "go"`, `script`.
 	What string
 	Log  hclog.Logger // nil logs nothing; argv is logged only at debug level
+	// Started, when set, is told the process group (the pid) and its start time once
+	// the command started, and (0, 0) once it ended (see tasks.Env.Started).
+	Started func(group int, start uint64)
 }
 
 // Result is how a started process ended.
@@ -86,6 +91,13 @@ func (c *Cmd) Run(ctx context.Context) (Result, error) {
 	pipes.start(c.Stdout, c.Stderr)
 	pid := cmd.Process.Pid
 	log.Debug("command started", "pid", pid)
+	untrack := procgroup.Track(pid)
+	defer untrack()
+	if c.Started != nil {
+		info, _ := procgroup.Inspect(pid)
+		c.Started(pid, info.Start)
+		defer c.Started(0, 0)
+	}
 
 	// The group is stopped from a goroutine of its own only once ctx ends: a command
 	// that ends first costs no goroutine and no wake-up for it.
