@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -49,7 +50,27 @@ func (s *Store) WriterActive() bool {
 		return false
 	}
 	info, err := s.pg.lockInfo()
-	return err == nil && info.Held
+	if err != nil || !info.Held {
+		return false
+	}
+	// A holder on this machine whose process is gone is not writing: its lock lasts
+	// only until its server process notices the closed connection.
+	if h := info.Holder; h != nil && h.PID > 0 {
+		if host, _ := os.Hostname(); host == h.Host && !processAlive(h.PID) {
+			return false
+		}
+	}
+	return true
+}
+
+// processAlive reports whether process pid exists (signal 0; EPERM means it does).
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	defer p.Release()
+	return !errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }
 
 // Display is loc as messages show it: a PostgreSQL URL without its password.

@@ -75,7 +75,11 @@ func openPG(loc string, opts Options) (*Store, error) {
 		}
 		return &Store{path: loc, readOnly: true, pg: p}, nil
 	}
-	if err := p.lock(ctx, opts.FirstRun); err != nil {
+	lockWait := opts.LockTimeout
+	if lockWait <= 0 {
+		lockWait = defaultLockTimeout
+	}
+	if err := p.lock(ctx, opts.FirstRun, lockWait); err != nil {
 		conn.Close(ctx)
 		return nil, err
 	}
@@ -87,7 +91,7 @@ func openPG(loc string, opts Options) (*Store, error) {
 	return st, nil
 }
 
-func (p *pgStore) lock(ctx context.Context, first *Run) error {
+func (p *pgStore) lock(ctx context.Context, first *Run, lockWait time.Duration) error {
 	if first != nil {
 		if err := first.check(); err != nil {
 			return fmt.Errorf("create state %s: first run: %w", p.loc.display, err)
@@ -97,9 +101,22 @@ func (p *pgStore) lock(ctx context.Context, first *Run) error {
 		return fmt.Errorf("state %s: %w", p.loc.display, err)
 	}
 	p.holder = thisHolder()
-	created, err := p.loc.tryLock(ctx, p.conn, &p.holder)
-	if err != nil {
-		return err
+	// A holder that just died keeps its lock until its server process notices the
+	// closed connection, a few milliseconds; wait up to lockWait for that, as a
+	// file's writer waits for its flock.
+	deadline := time.Now().Add(lockWait)
+	var created bool
+	for {
+		var err error
+		created, err = p.loc.tryLock(ctx, p.conn, &p.holder)
+		if err == nil {
+			break
+		}
+		var le *LockedError
+		if !errors.As(err, &le) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if created && first != nil {
 		id, err := p.createRun(first)
