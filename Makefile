@@ -23,6 +23,7 @@ test: build
 	bash scripts/lab-setup.sh
 	bash scripts/k8s-bins.sh
 	$(GO) vet $(PKGS)
+	cd plugin/sdk && GOPROXY=off GOFLAGS=-mod=readonly $(GO) vet ./... && GOPROXY=off GOFLAGS=-mod=readonly $(GO) test -count=1 ./...  # the SDK, a module of its own
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	./$(BIN) fmt --check flows
 	$(GO) test -count=1 -timeout 75m $(PKGS)

@@ -3,6 +3,7 @@ module github.com/flowdev/flow
 go 1.26.8
 
 require (
+	github.com/flowdev/flow/plugin/sdk v0.2.0
 	github.com/canonical/lxd v0.0.0-20241209155119-76da976c6ee7
 	github.com/creack/pty v1.1.18
 	github.com/google/go-containerregistry v0.22.1
@@ -102,3 +103,6 @@ require (
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect
 )
+
+// The plugin SDK is a module of its own (plugin/sdk/go.mod): flow builds against this copy.
+replace github.com/flowdev/flow/plugin/sdk => ./plugin/sdk

@@ -284,6 +284,15 @@ type statusDoc struct {
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
 	// Destroys is, for a run of flow destroy, the run it undoes.
 	Destroys uint64 `json:"destroys,omitempty"`
+	// Plugins are the plugin executables the run used.
+	Plugins []pluginDoc `json:"plugins,omitempty"`
+}
+
+type pluginDoc struct {
+	Name   string   `json:"name"`
+	Path   string   `json:"path"`
+	Sha256 string   `json:"sha256"`
+	Types  []string `json:"types"`
 }
 
 type taskDoc struct {

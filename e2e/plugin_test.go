@@ -131,13 +131,13 @@ func TestPluginVersionRefused(t *testing.T) {
   source = "./old-plugin"
 }
 `)
-	script := "#!/bin/sh\necho '1|2|unix|/nonexistent.sock|grpc'\nsleep 5\n"
+	script := "#!/bin/sh\necho '1|3|unix|/nonexistent.sock|grpc'\nsleep 5\n"
 	if err := os.WriteFile(filepath.Join(dir, "old-plugin"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r := runFlow(t, tag, dir, 30*time.Second, "validate", "flow.hcl")
-	if r.code != 2 || !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), "speaks plugin protocol 2, this flow speaks 1") {
-		t.Errorf("validate of a protocol 2 plugin:\n%s", r.desc)
+	if r.code != 2 || !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), "speaks plugin protocol 3, this flow speaks 1 to 2") {
+		t.Errorf("validate of a protocol 3 plugin:\n%s", r.desc)
 	}
 }
 
@@ -335,5 +335,68 @@ task "exec" "gate" {
 	comparePlan(t, plan, r)
 	if got := readFile(t, filepath.Join(dir, "m.txt")); got != "hello" {
 		t.Errorf("m.txt = %q after the resume, want hello\n%s", got, r.desc)
+	}
+}
+
+// TestPluginCrashRetry: each attempt's error carries the stderr of the process it
+// used, not of the one before, and the retry note is a line of its own.
+func TestPluginCrashRetry(t *testing.T) {
+	tag := newTag(t)
+	dir := pluginFlow(t, `plugin "marker" {
+  source = "./flow-plugin-marker"
+}
+task "marker" "m" {
+  path    = "out.txt"
+  content = "x"
+  crash   = true
+  retry {
+    attempts = 2
+    delay    = "50ms"
+  }
+}
+`)
+	r := runFlow(t, tag, dir, 60*time.Second, "run", "flow.hcl", "--state", "s.db")
+	if r.code != 1 {
+		t.Fatalf("run exited %d, want 1\n%s", r.code, r.desc)
+	}
+	out := r.stdout + r.stderr
+	if !strings.Contains(out, "\nmarker.m: retrying in ") || strings.Contains(out, "marker: exiting; retrying") {
+		t.Errorf("the retry note is not on a line of its own:\n%s", r.desc)
+	}
+	m := status(t, tag, dir, "s.db").byAddress()["marker.m"]
+	if m.Status != "failed" || strings.Count(m.Error, "marker: exiting") != 1 {
+		t.Errorf("marker.m = %+v, want failed with one process's stderr (one 'marker: exiting')", m)
+	}
+}
+
+// TestPluginStartFailure: a plugin that exits before its handshake is one error, on
+// its block, with its stderr once and without go-plugin's guesses, and its task's
+// type is not reported unknown besides.
+func TestPluginStartFailure(t *testing.T) {
+	tag := newTag(t)
+	dir := pluginFlow(t, `plugin "py" {
+  source = "./py-plugin"
+}
+task "json_file" "a" {
+  path  = "a.json"
+  value = 1
+}
+`)
+	script := "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho \"ModuleNotFoundError: No module named 'grpc'\" >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "py-plugin"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runFlow(t, tag, dir, 30*time.Second, "validate", "flow.hcl")
+	out := r.stdout + r.stderr
+	words := strings.Join(strings.Fields(out), " ")
+	switch {
+	case r.code != 2:
+		t.Errorf("validate exited %d, want 2\n%s", r.code, r.desc)
+	case strings.Count("\n"+out, "\nError: ") != 1 || !strings.Contains(out, "Error: Cannot use plugin"):
+		t.Errorf("want one error, Cannot use plugin:\n%s", r.desc)
+	case strings.Count(out, "No module named 'grpc'") != 1 || !strings.Contains(words, "it exited before its handshake"):
+		t.Errorf("want the plugin's stderr once, after 'it exited before its handshake':\n%s", r.desc)
+	case strings.Contains(out, "This usually means"):
+		t.Errorf("go-plugin's guesses are shown:\n%s", r.desc)
 	}
 }

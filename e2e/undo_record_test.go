@@ -115,34 +115,22 @@ func TestOneStatePerPlace(t *testing.T) {
 	}
 }
 
-const itemsFlow = `variable "items" {
-  type    = set(string)
-  default = ["a", "b", "c"]
-}
-
-task "exec" "mk" {
-  for_each = var.items
-  script   = "touch ${each.key}.m"
-  undo     = "rm -f ${each.key}.m"
-}
-`
-
 // TestRemovedInstancesShown (item 4): after a shrink, status (and --json) shows the
 // dropped instances as removed, the summary counts them, and a plan after the flow
 // grows again says the run removed them.
 func TestRemovedInstancesShown(t *testing.T) {
 	tag, dir := newTag(t), t.TempDir()
-	writeFiles(t, dir, map[string]string{"i.hcl": itemsFlow})
+	writeFiles(t, dir, map[string]string{"i.hcl": membersFlow})
 	flowExit(t, tag, dir, 0, "run", "i.hcl")
-	r := flowExit(t, tag, dir, 0, "run", "i.hcl", "--var", `items=["a"]`)
+	r := flowExit(t, tag, dir, 0, "run", "i.hcl", "--var", `members=["m1"]`)
 	if !strings.Contains(r.stdout, "2 removed") {
 		t.Errorf("the run's summary does not count the 2 removed instances\n%s", r.desc)
 	}
-	if exists(filepath.Join(dir, "b.m")) || exists(filepath.Join(dir, "c.m")) || !exists(filepath.Join(dir, "a.m")) {
-		t.Errorf("the shrink did not undo exactly b and c")
+	if exists(filepath.Join(dir, "m2.marker")) || exists(filepath.Join(dir, "m3.marker")) || !exists(filepath.Join(dir, "m1.marker")) {
+		t.Errorf("the shrink did not undo exactly m2 and m3")
 	}
 	doc := status(t, tag, dir, ".flow/i.db")
-	for addr, want := range map[string]string{`exec.mk["a"]`: "succeeded", `exec.mk["b"]`: "removed", `exec.mk["c"]`: "removed"} {
+	for addr, want := range map[string]string{`exec.member["m1"]`: "succeeded", `exec.member["m2"]`: "removed", `exec.member["m3"]`: "removed"} {
 		if got := doc.byAddress()[addr].Status; got != want {
 			t.Errorf("status --json: %s is %q, want %q", addr, got, want)
 		}
@@ -152,8 +140,8 @@ func TestRemovedInstancesShown(t *testing.T) {
 		t.Errorf("status does not count removed instances\n%s", r.desc)
 	}
 	r = flowExit(t, tag, dir, 0, "plan", "i.hcl")
-	if !strings.Contains(r.stdout, "removed it") || strings.Contains(r.stdout, `exec.mk["b"]  again: succeeded`) {
-		t.Errorf("plan after the flow grew again does not say the run removed b\n%s", r.desc)
+	if !strings.Contains(r.stdout, "removed it") || strings.Contains(r.stdout, `exec.member["m2"]  again: succeeded`) {
+		t.Errorf("plan after the flow grew again does not say the run removed m2\n%s", r.desc)
 	}
 	r = flowExit(t, tag, dir, 0, "destroy", "--auto-approve")
 	if !strings.Contains(r.stdout, "1 destroyed") {

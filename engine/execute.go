@@ -300,7 +300,7 @@ func (c *coordinator) failed(res *attemptResult, elapsed time.Duration) {
 	msg := c.plan.Scope.Redact(res.err.Error())
 	if res.retryable && res.attempt < res.retry.Attempts && !c.stopping {
 		delay := backoffDelay(res.retry.Delay, res.retry.MaxDelay, res.attempt)
-		c.say("%s: attempt %d of %d failed in %s: %s; retrying in %s", addr, res.attempt, res.retry.Attempts, elapsed, msg, round(delay))
+		c.say("%s: attempt %d of %d failed in %s: %s%s", addr, res.attempt, res.retry.Attempts, elapsed, msg, retryNote(addr, msg, round(delay)))
 		c.update(addr, func(rec *state.Instance) { rec.Error = msg })
 		inst, next := res.inst, res.attempt+1
 		c.backoff[addr] = time.AfterFunc(delay, func() { c.events <- retryDue{inst: inst, attempt: next} })

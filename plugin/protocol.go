@@ -1,52 +1,36 @@
-// Package plugin owns what both sides of the task plugin protocol share: its version,
-// the go-plugin handshake, the gRPC plugin definition, and how cty values and types
-// cross the boundary. The host side (starting plugins, their types in the registry)
-// is plugin/host; the plugin side (serving task types) is plugin/sdk.
+// Package plugin owns flow's side of what the task plugin protocol shares with
+// plugins: the versions flow starts, and how cty values and types and flow's task
+// types (tasks.Type) cross the boundary. The protocol itself (its version, the
+// go-plugin handshake, the gRPC definition) is the SDK module's, plugin/sdk, which
+// plugins outside this repository depend on; the host side (starting plugins, their
+// types in the registry) is plugin/host; serving flow's own task types from a plugin
+// is plugin/server.
 package plugin
 
 import (
-	"context"
-
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	"github.com/flowdev/flow/plugin/sdk"
 )
 
-// ProtocolVersion is the version of flowplugin.proto this flow speaks. A plugin built
-// for another version is refused at start, with a message naming both.
-const ProtocolVersion = 1
+// ProtocolVersion is the protocol version flow prefers, the SDK's.
+const ProtocolVersion = sdk.ProtocolVersion
 
-// Name is the one plugin a flow plugin executable serves in go-plugin's terms.
-const Name = "tasks"
+// MinProtocolVersion is the oldest version flow still starts: a version 1 plugin has
+// no Probe, and flow asks its Check both questions, as version 1 said. A plugin
+// built for a version outside these is refused at start, with a message naming them.
+const MinProtocolVersion = 1
 
-// Handshake is the go-plugin handshake: the magic cookie tells a plugin executable it
-// was started by flow, not by hand.
-var Handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   "FLOW_PLUGIN",
-	MagicCookieValue: "task-types",
-}
+// Handshake and Name are the SDK's.
+var Handshake = sdk.Handshake
 
-// GRPC is the go-plugin definition of the protocol: on the plugin side it serves
-// Impl, on flow's side it returns a pluginpb.TaskPluginClient.
-type GRPC struct {
-	goplugin.NetRPCUnsupportedPlugin
-	Impl pluginpb.TaskPluginServer
-}
+const Name = sdk.Name
 
-// GRPCServer registers the task plugin service.
-func (p *GRPC) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	pluginpb.RegisterTaskPluginServer(s, p.Impl)
-	return nil
-}
-
-// GRPCClient returns the task plugin client on conn.
-func (p *GRPC) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return pluginpb.NewTaskPluginClient(conn), nil
-}
-
-// Plugins is the plugin set of both sides.
-func Plugins(server pluginpb.TaskPluginServer) goplugin.PluginSet {
-	return goplugin.PluginSet{Name: &GRPC{Impl: server}}
+// VersionedPlugins is the plugin set of flow's side for every version it speaks.
+func VersionedPlugins() map[int]goplugin.PluginSet {
+	out := map[int]goplugin.PluginSet{}
+	for v := MinProtocolVersion; v <= ProtocolVersion; v++ {
+		out[v] = sdk.Plugins(nil)
+	}
+	return out
 }

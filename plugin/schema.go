@@ -3,13 +3,13 @@ package plugin
 import (
 	"fmt"
 
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 	"github.com/flowdev/flow/tasks"
 )
 
 // EncodeSchema describes t for the Schema call: its documentation, the attributes
 // of the config struct New returns, its outputs, and whether its tasks implement
-// tasks.Destroyer and tasks.Checker.
+// tasks.Destroyer, tasks.Checker and tasks.Prober.
 func EncodeSchema(t tasks.Type) (*pluginpb.TypeSchema, error) {
 	task := t.New()
 	attrs, err := tasks.Attributes(task)
@@ -18,8 +18,10 @@ func EncodeSchema(t tasks.Type) (*pluginpb.TypeSchema, error) {
 	}
 	_, destroys := task.(tasks.Destroyer)
 	_, checks := task.(tasks.Checker)
+	_, probes := task.(tasks.Prober)
 	s := &pluginpb.TypeSchema{Name: t.Name, Summary: t.Summary, Doc: t.Doc, Example: t.Example,
-		Undo: t.Undo, UndoAttr: t.UndoAttr, Destroys: destroys, Checks: checks, DestroyReads: t.DestroyReads}
+		Undo: t.Undo, UndoAttr: t.UndoAttr, Destroys: destroys, Checks: checks, Probes: probes,
+		DestroyReads: t.DestroyReads}
 	for _, a := range attrs {
 		ty, err := EncodeType(a.Type)
 		if err != nil {

@@ -3,7 +3,7 @@ package tasks
 import "context"
 
 // Checker is a task that can say, before Run, whether what Run would create already
-// exists. Built-in types fold this check into Run; a plugin type (plugin/sdk) may
+// exists. Built-in types fold this check into Run; a plugin type (plugin/server) may
 // implement it, and flow then calls it before every Run: Present skips Run and
 // reports "already present" with the outputs Check returns, Differs fails the attempt
 // naming the difference, Absent runs the task. Check must be read-only, honour ctx,

@@ -91,13 +91,15 @@ func sharedSchemas() (meta, retry *hcl.BodySchema) {
 	return meta, retry
 }
 
+const unknownTypeSummary = "Unknown task type"
+
 func (f *Flow) decodeTask(b *hcl.Block, reg *tasks.Registry) hcl.Diagnostics {
 	typ, name := b.Labels[0], b.Labels[1]
 	t := &Task{Type: typ, Name: name, Addr: typ + "." + name, DeclRange: b.DefRange}
 	var diags hcl.Diagnostics
 	kind, known := reg.Lookup(typ)
 	if !known {
-		diags = append(diags, errorf(b.LabelRanges[0], "Unknown task type",
+		diags = append(diags, errorf(b.LabelRanges[0], unknownTypeSummary,
 			"There is no task type %q.%s Known types: %s.", typ, suggest(typ, reg.Names()), quoteAll(reg.Names())))
 	}
 	if !hclsyntax.ValidIdentifier(name) {

@@ -88,7 +88,7 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 	reg, d := f.loadPlugins(blocks.OfType("plugin"), reg)
 	diags = append(diags, d...)
 	for _, b := range blocks.OfType("task") {
-		diags = append(diags, f.decodeTask(b, reg)...)
+		diags = append(diags, unlessPluginFailed(d, f.decodeTask(b, reg))...)
 	}
 	for _, b := range blocks.OfType("output") {
 		diags = append(diags, f.decodeOutput(b)...)

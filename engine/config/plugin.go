@@ -49,3 +49,20 @@ func (f *Flow) loadPlugins(blocks hcl.Blocks, reg *tasks.Registry) (*tasks.Regis
 	}
 	return reg, diags
 }
+
+// unlessPluginFailed drops the "Unknown task type" errors of a task block when a
+// plugin could not be used (pluginDiags has errors): its types are unknown because of
+// that error, which already names the plugin and its stderr, and a second error
+// listing every built-in type only buries it.
+func unlessPluginFailed(pluginDiags, taskDiags hcl.Diagnostics) hcl.Diagnostics {
+	if !pluginDiags.HasErrors() {
+		return taskDiags
+	}
+	var out hcl.Diagnostics
+	for _, d := range taskDiags {
+		if d.Summary != unknownTypeSummary {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -49,7 +49,9 @@ task "thing" "a" {
 		{name: "required attribute", src: `plugin "p" { source = "./thing" }
 task "thing" "a" {}`, diags: []string{`The argument "size" is required`}},
 		{name: "not found", src: `plugin "p" { source = "./nope" }
-task "thing" "a" { size = 1 }`, diags: []string{`no executable ./nope.`, `There is no task type "thing"`}},
+task "thing" "a" { size = 1 }`, diags: []string{`no executable ./nope.`}}, // not "unknown type" besides
+		{name: "unknown type", src: `plugin "p" { source = "./thing" }
+task "thin" "a" { size = 1 }`, diags: []string{`There is no task type "thin"`}},
 		{name: "no source", src: `plugin "p" {}`, diags: []string{`The argument "source" is required`}},
 		{name: "duplicate", src: `plugin "p" { source = "./thing" }
 plugin "p" { source = "./thing" }`, diags: []string{`Plugin "p" is declared twice`}},

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 	"github.com/flowdev/flow/tasks"
 )
 

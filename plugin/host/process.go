@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -22,7 +23,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/flowdev/flow/plugin"
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 )
 
 // StartTimeout bounds how long a plugin may take to print its handshake.
@@ -36,11 +37,13 @@ type Process struct {
 	Sha256 string // hex digest of the executable when it was found
 
 	logger hclog.Logger
-	tail   *tail
+	tail   *tail // the stderr of the process started last
 
-	mu     sync.Mutex
-	client *goplugin.Client
-	rpc    pluginpb.TaskPluginClient
+	mu      sync.Mutex
+	client  *goplugin.Client
+	rpc     pluginpb.TaskPluginClient
+	version int    // the protocol version the running process speaks
+	sockDir string // the directory of its socket
 }
 
 // conn returns a client of the running plugin process, starting it when none runs.
@@ -50,15 +53,26 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 	if p.client != nil && !p.client.Exited() {
 		return p.rpc, nil
 	}
-	if p.client != nil {
-		p.client.Kill()
+	p.stop()
+	p.tail = &tail{} // a crash report names only the lines of the process that crashed
+	root, err := sockets.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("start plugin %q: %w", p.Name, err)
+	}
+	defer sockets.release()
+	// The plugin makes its socket in a directory of its own (PLUGIN_UNIX_SOCKET_DIR),
+	// which stop removes however the process ended: nothing is left in $TMPDIR.
+	if p.sockDir, err = os.MkdirTemp(root, "plugin-"); err != nil {
+		return nil, fmt.Errorf("start plugin %q: %w", p.Name, err)
 	}
 	cmd := exec.Command(p.Path)
+	cmd.Env = append(os.Environ(), goplugin.EnvUnixSocketDir+"="+p.sockDir)
 	setDeathSignal(cmd)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
-		Plugins:          plugin.Plugins(nil),
+		VersionedPlugins: plugin.VersionedPlugins(),
 		Cmd:              cmd,
+		SkipHostEnv:      true, // cmd.Env has it, with the socket directory last
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Managed:          true,
 		Logger:           p.logger,
@@ -67,28 +81,42 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 		SyncStdout:       io.Discard,
 		StartTimeout:     StartTimeout,
 	})
+	p.client = client
 	rpcClient, err := client.Client()
 	if err != nil {
-		client.Kill()
+		p.stop()
 		return nil, p.startError(err)
 	}
 	raw, err := rpcClient.Dispense(plugin.Name)
 	if err != nil {
-		client.Kill()
+		p.stop()
 		return nil, fmt.Errorf("plugin %q (%s): %w", p.Name, p.Path, err)
 	}
-	p.client, p.rpc = client, raw.(pluginpb.TaskPluginClient)
+	p.rpc, p.version = raw.(pluginpb.TaskPluginClient), client.NegotiatedVersion()
 	return p.rpc, nil
 }
 
-var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
+var (
+	versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
+	strayRE   = regexp.MustCompile(`Unrecognized remote plugin message: (.*)`)
+)
 
-// startError says why the plugin did not start; a plugin of another protocol version
-// is named with both versions.
+// startError says why the plugin did not start, in a line of its own, then its stderr:
+// a plugin of another protocol version is named with the versions; one that exited
+// or printed something else before its handshake is said so, without go-plugin's
+// list of guesses.
 func (p *Process) startError(err error) error {
 	if m := versionRE.FindStringSubmatch(err.Error()); m != nil {
-		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d: rebuild it for protocol %d",
-			p.Name, p.Path, m[1], plugin.ProtocolVersion, plugin.ProtocolVersion)
+		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d to %d: rebuild it for protocol %d",
+			p.Name, p.Path, m[1], plugin.MinProtocolVersion, plugin.ProtocolVersion, plugin.ProtocolVersion)
+	}
+	why := err.Error()
+	if m := strayRE.FindStringSubmatch(why); m != nil || strings.Contains(why, "exited before we could connect") {
+		why = "it exited before its handshake"
+		if m != nil && strings.TrimSpace(m[1]) != "" {
+			why = fmt.Sprintf("it printed %q on stdout instead of its handshake (a plugin prints nothing else there)", strings.TrimSpace(m[1]))
+		}
+		return fmt.Errorf("start plugin %q (%s): %s%s", p.Name, p.Path, why, p.tail.lines())
 	}
 	return fmt.Errorf("start plugin %q (%s): %w%s", p.Name, p.Path, err, p.tail.lines())
 }
@@ -100,7 +128,7 @@ func (p *Process) callError(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("plugin %q: %s: %w", p.Name, what, ctx.Err())
 	}
 	p.mu.Lock()
-	client := p.client
+	client, stderr := p.client, p.tail
 	p.mu.Unlock()
 	exited := false
 	for deadline := time.Now().Add(2 * time.Second); client != nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -110,18 +138,29 @@ func (p *Process) callError(ctx context.Context, what string, err error) error {
 		}
 	}
 	if exited {
-		return fmt.Errorf("plugin %q exited during %s: %w%s", p.Name, what, err, p.tail.lines())
+		return fmt.Errorf("plugin %q exited during %s: %w%s", p.Name, what, err, stderr.lines())
 	}
-	return fmt.Errorf("plugin %q: %s: %w%s", p.Name, what, err, p.tail.lines())
+	return fmt.Errorf("plugin %q: %s: %w%s", p.Name, what, err, stderr.lines())
 }
 
 // Kill ends the plugin process, if one runs.
 func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.stop()
+	sockets.tidy()
+}
+
+// stop ends the process (go-plugin's Shutdown, a kill 2 s later) and removes its
+// socket directory. The caller holds p.mu.
+func (p *Process) stop() {
 	if p.client != nil {
 		p.client.Kill()
 		p.client = nil
+	}
+	if p.sockDir != "" {
+		_ = os.RemoveAll(p.sockDir)
+		p.sockDir = ""
 	}
 }
 

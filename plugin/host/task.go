@@ -10,7 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/plugin"
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -204,10 +204,11 @@ func (s *stopWriter) Write(p []byte) {
 	}
 }
 
-// Probe asks the plugin's Check, when its type has one, whether what the recorded
-// success made is still there; a type without Check is trusted.
-func (t *Task) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
-	if !t.typ.checks {
+// Probe asks the plugin whether what the recorded success made is still as it was:
+// its Probe (protocol 2), or its Check when the type has no Probe; a type with
+// neither is trusted. A non-empty drift carries the plugin's detail.
+func (t *Task) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	if !t.typ.checks && !t.typ.probes {
 		return "", nil
 	}
 	req, err := t.request(env)
@@ -218,18 +219,36 @@ func (t *Task) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (stri
 	if err != nil {
 		return "", err
 	}
-	res, err := rpc.Check(ctx, req)
+	what, call := "check", func() (*pluginpb.CheckResponse, error) { return rpc.Check(ctx, req) }
+	if t.typ.probes {
+		preq := &pluginpb.ProbeRequest{Task: req, HasRecorded: recorded != nil}
+		if recorded != nil {
+			if preq.Recorded, err = plugin.EncodeOutputs(t.typ.outputs, recorded); err != nil {
+				return "", fmt.Errorf("recorded outputs: %w", err)
+			}
+		}
+		what, call = "probe", func() (*pluginpb.CheckResponse, error) { return rpc.Probe(ctx, preq) }
+	}
+	res, err := call()
 	switch {
 	case err != nil:
-		return "", t.typ.proc.callError(ctx, "check", err)
+		return "", t.typ.proc.callError(ctx, what, err)
 	case res.GetError() != "":
-		return "", fmt.Errorf("check: %s", res.GetError())
+		return "", fmt.Errorf("%s: %s", what, res.GetError())
 	case res.GetState() == pluginpb.CheckResponse_DIFFERS:
-		return "it differs: " + res.GetDetail(), nil
+		return withDetail("it differs", res.GetDetail()), nil
 	case res.GetState() != pluginpb.CheckResponse_PRESENT:
-		return "it is gone", nil
+		return withDetail("it is gone", res.GetDetail()), nil
 	}
 	return "", nil
+}
+
+// withDetail is what, followed by the plugin's detail when it gave one.
+func withDetail(what, detail string) string {
+	if detail == "" {
+		return what
+	}
+	return what + ": " + detail
 }
 
 var _ tasks.Prober = (*Task)(nil)

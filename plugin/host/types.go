@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/plugin"
-	pluginpb "github.com/flowdev/flow/plugin/proto"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -17,6 +17,7 @@ type remoteType struct {
 	attrs   []tasks.Attribute
 	outputs []tasks.Output
 	checks  bool
+	probes  bool
 }
 
 // Types asks p for its schema and returns a tasks.Type for each type it serves,
@@ -27,7 +28,10 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := rpc.Schema(ctx, &pluginpb.SchemaRequest{ProtocolVersion: plugin.ProtocolVersion})
+	p.mu.Lock()
+	version := p.version
+	p.mu.Unlock()
+	res, err := rpc.Schema(ctx, &pluginpb.SchemaRequest{ProtocolVersion: uint32(version)})
 	if err != nil {
 		return nil, p.callError(ctx, "schema", err)
 	}
@@ -42,13 +46,14 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 				return nil, fmt.Errorf("plugin %q: task type %q: attribute %q is reserved for the engine", p.Name, s.GetName(), a.Name)
 			}
 		}
-		rt := &remoteType{proc: p, name: s.GetName(), attrs: attrs, outputs: outputs, checks: s.GetChecks()}
+		rt := &remoteType{proc: p, name: s.GetName(), attrs: attrs, outputs: outputs, checks: s.GetChecks(),
+			probes: s.GetProbes() && version >= 2}
 		destroys := s.GetDestroys()
 		out = append(out, tasks.Type{
 			Name: s.GetName(), Summary: s.GetSummary(),
 			Doc:     s.GetDoc() + fmt.Sprintf("\n\nServed by the plugin %q (%s).", p.Name, p.Path),
 			Outputs: outputs, Example: s.GetExample(), Undo: s.GetUndo(), UndoAttr: s.GetUndoAttr(),
-			DestroyReads: s.GetDestroyReads(), Refresh: refreshText(s.GetChecks()),
+			DestroyReads: s.GetDestroyReads(), Refresh: refreshText(rt.checks, rt.probes),
 			New: func() tasks.Task {
 				if destroys {
 					return &destroyerTask{Task: &Task{typ: rt}}
@@ -63,10 +68,14 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 // ValidateTimeout bounds a plugin's Validate, which must be fast and offline.
 var ValidateTimeout = 30 * time.Second
 
-// refreshText is what a refresh of a plugin type's instances looks at: its Check, if
-// it has one (Task.Probe); otherwise nothing, and tasks.Type.RefreshText says so.
-func refreshText(checks bool) string {
-	if checks {
+// refreshText is what a refresh of a plugin type's instances looks at: its Probe, or
+// its Check when it has no Probe (Task.Probe); otherwise nothing, and
+// tasks.Type.RefreshText says so.
+func refreshText(checks, probes bool) string {
+	switch {
+	case probes:
+		return "the plugin's Probe finds the recorded object as it was"
+	case checks:
 		return "the plugin's Check finds the object present as configured"
 	}
 	return ""

@@ -2,224 +2,313 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"runtime/debug"
-	"sync"
 
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/flowdev/flow/plugin"
-	pluginpb "github.com/flowdev/flow/plugin/proto"
-	"github.com/flowdev/flow/tasks"
+	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 )
 
-// Server implements the task plugin service over a registry. Serve uses it; tests
-// may serve it on a gRPC server of their own.
-type Server struct {
+// server is the task plugin service over Types.
+type server struct {
 	pluginpb.UnimplementedTaskPluginServer
-	reg     *tasks.Registry
-	schemas []*pluginpb.TypeSchema
-	attrs   map[string][]tasks.Attribute
-	runs    runs
+	types map[string]*Type
+	order []string
+	calls Calls
 }
 
-// NewServer registers the types of every register function and checks them as
-// Registry.Check does.
-func NewServer(register ...func(*tasks.Registry) error) (*Server, error) {
-	s := &Server{reg: tasks.NewRegistry(), attrs: map[string][]tasks.Attribute{}}
-	for _, r := range register {
-		if err := r(s.reg); err != nil {
-			return nil, fmt.Errorf("register: %w", err)
+// NewServer checks types (each named once, with Run, attributes and outputs named and
+// typed) and returns the task plugin service over them; Serve serves it. A test of a
+// plugin may serve it on a gRPC server of its own.
+func NewServer(types ...Type) (pluginpb.TaskPluginServer, error) {
+	s := &server{types: map[string]*Type{}}
+	var errs []error
+	for i := range types {
+		t := &types[i]
+		switch {
+		case t.Name == "":
+			errs = append(errs, fmt.Errorf("type %d has no name", i))
+		case s.types[t.Name] != nil:
+			errs = append(errs, fmt.Errorf("type %q is served twice", t.Name))
+		case t.Run == nil:
+			errs = append(errs, fmt.Errorf("type %q has no Run", t.Name))
 		}
+		for _, a := range t.Attributes {
+			if a.Name == "" || !json.Valid([]byte(a.Type)) {
+				errs = append(errs, fmt.Errorf("type %q: attribute %q has no name or no valid type", t.Name, a.Name))
+			}
+		}
+		for _, o := range t.Outputs {
+			if o.Name == "" || !json.Valid([]byte(o.Type)) {
+				errs = append(errs, fmt.Errorf("type %q: output %q has no name or no valid type", t.Name, o.Name))
+			}
+		}
+		s.types[t.Name] = t
+		s.order = append(s.order, t.Name)
 	}
-	if err := s.reg.Check(); err != nil {
-		return nil, fmt.Errorf("check types: %w", err)
+	return s, errors.Join(errs...)
+}
+
+func (s *server) Schema(_ context.Context, req *pluginpb.SchemaRequest) (*pluginpb.SchemaResponse, error) {
+	if v := req.GetProtocolVersion(); v != ProtocolVersion {
+		return nil, fmt.Errorf("flow speaks plugin protocol %d, this plugin %d", v, ProtocolVersion)
 	}
-	for _, name := range s.reg.Names() {
-		t, _ := s.reg.Lookup(name)
-		schema, err := plugin.EncodeSchema(*t)
+	res := &pluginpb.SchemaResponse{}
+	for _, name := range s.order {
+		t := s.types[name]
+		ts := &pluginpb.TypeSchema{Name: t.Name, Summary: t.Summary, Doc: t.Doc, Example: t.Example,
+			Undo: t.Undo, UndoAttr: t.UndoAttr, DestroyReads: t.DestroyReads,
+			Destroys: t.Destroy != nil, Checks: t.Check != nil, Probes: t.Probe != nil}
+		for _, a := range t.Attributes {
+			ts.Attributes = append(ts.Attributes, &pluginpb.AttributeSchema{Name: a.Name, Type: []byte(a.Type),
+				Required: a.Required, Sensitive: a.Sensitive, Doc: a.Doc})
+		}
+		for _, o := range t.Outputs {
+			ts.Outputs = append(ts.Outputs, &pluginpb.OutputSchema{Name: o.Name, Type: []byte(o.Type),
+				Sensitive: o.Sensitive, Doc: o.Doc})
+		}
+		res.Types = append(res.Types, ts)
+	}
+	return res, nil
+}
+
+// decode is the type req names and its attribute values.
+func (s *server) decode(req *pluginpb.TaskRequest) (*Type, Task, error) {
+	t := s.types[req.GetType()]
+	if t == nil {
+		return nil, nil, fmt.Errorf("this plugin serves no task type %q", req.GetType())
+	}
+	task := Task{}
+	for _, a := range t.Attributes {
+		raw, ok := req.GetAttributes()[a.Name]
+		if !ok {
+			continue
+		}
+		v, err := decodeValue(raw, a.Type)
 		if err != nil {
-			return nil, fmt.Errorf("schema: %w", err)
+			return nil, nil, Invalid(a.Name, "decode: %v", err)
 		}
-		s.schemas = append(s.schemas, schema)
-		s.attrs[name], _ = tasks.Attributes(t.New())
+		if v != nil {
+			task[a.Name] = v
+		}
 	}
-	return s, nil
+	return t, task, nil
 }
 
-// Schema lists the served types.
-func (s *Server) Schema(_ context.Context, req *pluginpb.SchemaRequest) (*pluginpb.SchemaResponse, error) {
-	if v := req.GetProtocolVersion(); v != plugin.ProtocolVersion {
-		return nil, fmt.Errorf("flow speaks plugin protocol %d, this plugin %d", v, plugin.ProtocolVersion)
-	}
-	return &pluginpb.SchemaResponse{Types: s.schemas}, nil
-}
-
-// decode builds the task req describes; an *tasks.AttrError names a bad attribute.
-func (s *Server) decode(req *pluginpb.TaskRequest) (tasks.Task, error) {
-	t, ok := s.reg.Lookup(req.GetType())
-	if !ok {
-		return nil, fmt.Errorf("this plugin serves no task type %q", req.GetType())
-	}
-	values, err := plugin.DecodeAttributes(s.attrs[t.Name], req.GetAttributes())
-	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	task := t.New()
-	if err := tasks.Decode(task, values); err != nil {
+// decodeValue is cty JSON of type typ as a Go value: a dynamic value's JSON carries
+// its type beside it ({"value": ..., "type": ...}).
+func decodeValue(raw []byte, typ ValueType) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
 	}
-	return task, nil
+	if typ == Dynamic {
+		if m, ok := v.(map[string]any); ok {
+			return m["value"], nil
+		}
+	}
+	return v, nil
 }
 
-// Validate decodes the instance and calls its Validate.
-func (s *Server) Validate(_ context.Context, req *pluginpb.TaskRequest) (*pluginpb.ValidateResponse, error) {
-	task, err := s.decode(req)
-	if err == nil {
-		err = task.Validate()
+func (s *server) decodeRecorded(t *Type, in map[string]*pluginpb.Value) (Values, error) {
+	types := map[string]ValueType{}
+	for _, o := range t.Outputs {
+		types[o.Name] = o.Type
 	}
-	msg, attr := errorFields(err)
+	out := Values{}
+	for name, v := range in {
+		val, err := decodeValue(v.GetJson(), types[name])
+		if err != nil {
+			return nil, fmt.Errorf("recorded output %q: %w", name, err)
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
+func encodeOutputs(t *Type, vals Values) (map[string]*pluginpb.Value, error) {
+	decl := map[string]Output{}
+	for _, o := range t.Outputs {
+		decl[o.Name] = o
+	}
+	out := map[string]*pluginpb.Value{}
+	for name, v := range vals {
+		o, ok := decl[name]
+		if !ok {
+			return nil, fmt.Errorf("output %q is not declared by type %q", name, t.Name)
+		}
+		var b []byte
+		var err error
+		if o.Type == Dynamic {
+			b, err = json.Marshal(map[string]any{"value": v, "type": json.RawMessage(typeOf(v))})
+		} else {
+			b, err = json.Marshal(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		out[name] = &pluginpb.Value{Json: b, Sensitive: o.Sensitive}
+	}
+	return out, nil
+}
+
+// typeOf is the cty type JSON of a plain JSON value, for a dynamic output.
+func typeOf(v any) ValueType {
+	b, _ := json.Marshal(v)
+	var plain any
+	_ = json.Unmarshal(b, &plain)
+	switch x := plain.(type) {
+	case bool:
+		return Bool
+	case float64:
+		return Number
+	case string:
+		return String
+	case []any:
+		elems := "["
+		for i, e := range x {
+			if i > 0 {
+				elems += ","
+			}
+			elems += string(typeOf(e))
+		}
+		return ValueType(`["tuple",` + elems + `]]`)
+	case map[string]any:
+		attrs := map[string]ValueType{}
+		for k, e := range x {
+			attrs[k] = typeOf(e)
+		}
+		return ObjectOf(attrs)
+	}
+	return Dynamic
+}
+
+func (s *server) Validate(_ context.Context, req *pluginpb.TaskRequest) (*pluginpb.ValidateResponse, error) {
+	t, task, err := s.decode(req)
+	if err == nil && t.Validate != nil {
+		err = guard(func() error { return t.Validate(task) })
+	}
+	msg, attr := ErrorFields(err)
 	return &pluginpb.ValidateResponse{Error: msg, Attribute: attr}, nil
 }
 
-// Check calls the task's Check; a type that has none reports Absent.
-func (s *Server) Check(ctx context.Context, req *pluginpb.TaskRequest) (*pluginpb.CheckResponse, error) {
-	task, err := s.decode(req)
+func newEnv(req *pluginpb.TaskRequest, stdout, stderr io.Writer) *Env {
+	return &Env{Address: req.GetAddress(), Attempt: int(req.GetAttempt()), Stdout: stdout, Stderr: stderr,
+		Log: log.New(Stderr, req.GetAddress()+": ", 0)}
+}
+
+func (s *server) answer(t *Type, ask func() (Answer, error)) *pluginpb.CheckResponse {
+	var a Answer
+	err := guard(func() (err error) { a, err = ask(); return err })
+	if err != nil {
+		return &pluginpb.CheckResponse{Error: err.Error()}
+	}
+	res := &pluginpb.CheckResponse{State: pluginpb.CheckResponse_State(a.State), Detail: a.Detail}
+	if a.State == Present && a.Outputs != nil {
+		if res.Outputs, err = encodeOutputs(t, a.Outputs); err != nil {
+			return &pluginpb.CheckResponse{Error: err.Error()}
+		}
+	}
+	return res
+}
+
+func (s *server) Check(ctx context.Context, req *pluginpb.TaskRequest) (*pluginpb.CheckResponse, error) {
+	t, task, err := s.decode(req)
 	if err != nil {
 		return &pluginpb.CheckResponse{Error: err.Error()}, nil
 	}
-	c, ok := task.(tasks.Checker)
-	if !ok {
+	if t.Check == nil {
 		return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_ABSENT}, nil
 	}
 	env := newEnv(req, io.Discard, io.Discard)
-	res, err := c.Check(ctx, env)
-	if err != nil {
-		return &pluginpb.CheckResponse{Error: err.Error()}, nil
-	}
-	t, _ := s.reg.Lookup(req.GetType())
-	outs, err := plugin.EncodeOutputs(t.Outputs, res.Outputs)
-	if err != nil {
-		return &pluginpb.CheckResponse{Error: err.Error()}, nil
-	}
-	return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_State(res.State), Detail: res.Detail, Outputs: outs}, nil
+	return s.answer(t, func() (Answer, error) { return t.Check(ctx, task, env) }), nil
 }
 
-// Run runs the task, streaming what it writes, then sends its result.
-func (s *Server) Run(req *pluginpb.TaskRequest, stream pluginpb.TaskPlugin_RunServer) error {
-	task, err := s.decode(req)
+func (s *server) Probe(ctx context.Context, req *pluginpb.ProbeRequest) (*pluginpb.CheckResponse, error) {
+	t, task, err := s.decode(req.GetTask())
+	if err != nil {
+		return &pluginpb.CheckResponse{Error: err.Error()}, nil
+	}
+	if t.Probe == nil {
+		return s.Check(ctx, req.GetTask())
+	}
+	var recorded Values
+	if req.GetHasRecorded() {
+		if recorded, err = s.decodeRecorded(t, req.GetRecorded()); err != nil {
+			return &pluginpb.CheckResponse{Error: err.Error()}, nil
+		}
+	}
+	env := newEnv(req.GetTask(), io.Discard, io.Discard)
+	return s.answer(t, func() (Answer, error) { return t.Probe(ctx, task, env, recorded) }), nil
+}
+
+func (s *server) Run(req *pluginpb.TaskRequest, stream pluginpb.TaskPlugin_RunServer) error {
+	t, task, err := s.decode(req)
+	if err == nil && t.Validate != nil {
+		err = guard(func() error { return t.Validate(task) })
+	}
 	if err != nil {
 		return stream.Send(resultEvent(nil, err))
 	}
-	out := &sender{fn: stream.Send}
-	env := newEnv(req, out.writer(true), out.writer(false))
-	ctx, done := s.runs.start(stream.Context(), req)
+	out := &Sender{Send: stream.Send}
+	env := newEnv(req, out.Writer(true), out.Writer(false))
+	ctx, done := s.calls.Start(stream.Context(), req)
 	defer done()
-	outputs, err := guard(func() (tasks.Outputs, error) { return task.Run(ctx, env) })
-	t, _ := s.reg.Lookup(req.GetType())
+	var vals Values
+	err = guard(func() (err error) { vals, err = t.Run(ctx, task, env); return err })
 	res := resultEvent(nil, err)
-	if outputs != nil {
-		enc, encErr := plugin.EncodeOutputs(t.Outputs, outputs)
+	if vals != nil {
+		enc, encErr := encodeOutputs(t, vals)
 		if encErr != nil {
 			res = resultEvent(nil, errors.Join(err, encErr))
 		} else {
 			res.GetResult().Outputs, res.GetResult().HasOutputs = enc, true
 		}
 	}
-	return out.send(res)
+	return out.Event(res)
 }
 
-// Destroy calls the task's Destroy with the recorded outputs.
-func (s *Server) Destroy(req *pluginpb.DestroyRequest, stream pluginpb.TaskPlugin_DestroyServer) error {
-	task, err := s.decode(req.GetTask())
+func (s *server) Destroy(req *pluginpb.DestroyRequest, stream pluginpb.TaskPlugin_DestroyServer) error {
+	t, task, err := s.decode(req.GetTask())
+	if err == nil && t.Destroy == nil {
+		err = fmt.Errorf("task type %q cannot be destroyed", t.Name)
+	}
+	var recorded Values
+	if err == nil && req.GetHasRecorded() {
+		recorded, err = s.decodeRecorded(t, req.GetRecorded())
+	}
 	if err != nil {
 		return stream.Send(resultEvent(nil, err))
 	}
-	d, ok := task.(tasks.Destroyer)
-	if !ok {
-		return stream.Send(resultEvent(nil, fmt.Errorf("task type %q cannot be destroyed", req.GetTask().GetType())))
-	}
-	var recorded tasks.Outputs
-	if req.GetHasRecorded() {
-		t, _ := s.reg.Lookup(req.GetTask().GetType())
-		if recorded, err = plugin.DecodeOutputs(t.Outputs, req.GetRecorded()); err != nil {
-			return stream.Send(resultEvent(nil, fmt.Errorf("recorded outputs: %w", err)))
-		}
-	}
-	out := &sender{fn: stream.Send}
-	env := newEnv(req.GetTask(), out.writer(true), out.writer(false))
-	ctx, done := s.runs.start(stream.Context(), req.GetTask())
+	out := &Sender{Send: stream.Send}
+	env := newEnv(req.GetTask(), out.Writer(true), out.Writer(false))
+	ctx, done := s.calls.Start(stream.Context(), req.GetTask())
 	defer done()
-	_, err = guard(func() (tasks.Outputs, error) { return nil, d.Destroy(ctx, env, recorded) })
-	return out.send(resultEvent(nil, err))
+	err = guard(func() error { return t.Destroy(ctx, task, env, recorded) })
+	return out.Event(resultEvent(nil, err))
 }
 
-// guard turns a panic of the task into its error, as the engine does for built-in types.
-func guard(f func() (tasks.Outputs, error)) (out tasks.Outputs, err error) {
+func (s *server) Cancel(_ context.Context, req *pluginpb.CancelRequest) (*pluginpb.CancelResponse, error) {
+	s.calls.Cancel(req.GetRunId())
+	return &pluginpb.CancelResponse{}, nil
+}
+
+// guard turns a panic of the plugin's code into its error, with the stack on Stderr.
+func guard(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(Stderr, "task panicked: %v\n%s", p, debug.Stack())
-			out, err = nil, fmt.Errorf("task panicked: %v", p)
+			err = fmt.Errorf("task panicked: %v", p)
 		}
 	}()
 	return f()
 }
 
-func newEnv(req *pluginpb.TaskRequest, stdout, stderr io.Writer) *tasks.Env {
-	return &tasks.Env{Address: req.GetAddress(), Attempt: int(req.GetAttempt()), Stdout: stdout, Stderr: stderr,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: req.GetAddress(), Output: Stderr, JSONFormat: true, Level: hclog.Info})}
-}
-
 func resultEvent(outputs map[string]*pluginpb.Value, err error) *pluginpb.Event {
-	msg, attr := errorFields(err)
+	msg, attr := ErrorFields(err)
 	return &pluginpb.Event{Event: &pluginpb.Event_Result{Result: &pluginpb.Result{
 		Outputs: outputs, HasOutputs: outputs != nil, Error: msg, Attribute: attr}}}
-}
-
-// errorFields is err's message and, for an *tasks.AttrError, its attribute and the
-// message without the attribute's prefix.
-func errorFields(err error) (msg, attr string) {
-	if err == nil {
-		return "", ""
-	}
-	var ae *tasks.AttrError
-	if errors.As(err, &ae) && ae.Error() == err.Error() {
-		return ae.Err.Error(), ae.Attr
-	}
-	return err.Error(), ""
-}
-
-// sender serialises a stream's sends: a task writes stdout and stderr from two
-// goroutines.
-type sender struct {
-	mu sync.Mutex
-	fn func(*pluginpb.Event) error
-}
-
-func (s *sender) writer(stdout bool) io.Writer { return streamWriter{s: s, stdout: stdout} }
-
-func (s *sender) send(e *pluginpb.Event) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fn(e)
-}
-
-type streamWriter struct {
-	s      *sender
-	stdout bool
-}
-
-// Write sends a copy of p; the caller may reuse p.
-func (w streamWriter) Write(p []byte) (int, error) {
-	b := append([]byte(nil), p...)
-	e := &pluginpb.Event{Event: &pluginpb.Event_Stderr{Stderr: b}}
-	if w.stdout {
-		e = &pluginpb.Event{Event: &pluginpb.Event_Stdout{Stdout: b}}
-	}
-	if err := w.s.send(e); err != nil {
-		return 0, fmt.Errorf("stream to flow: %w", err)
-	}
-	return len(p), nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/plugin/host"
-	"github.com/flowdev/flow/plugin/sdk"
+	pluginserver "github.com/flowdev/flow/plugin/server"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/taskstest"
 )
@@ -134,7 +134,7 @@ func TestServedByPlugin(t *testing.T) {
 	}
 	s, _ := server(t, status(200, `{"v":[1,2]}`))
 	task := types[0].New()
-	values, _ := sdk.Values(&HTTP{URL: s.URL, JSONPath: "v"})
+	values, _ := pluginserver.Values(&HTTP{URL: s.URL, JSONPath: "v"})
 	if err := tasks.Decode(task, values); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestServedByPlugin(t *testing.T) {
 	if err != nil || out["json_value"].AsString() != "[1,2]" || !strings.Contains(printed.String(), "GET "+s.URL+": 200") {
 		t.Fatalf("Run = %v, %v; printed %q", out, err, printed.String())
 	}
-	values, _ = sdk.Values(&HTTP{URL: "ftp://x"})
+	values, _ = pluginserver.Values(&HTTP{URL: "ftp://x"})
 	bad := types[0].New()
 	_ = tasks.Decode(bad, values)
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `url: "ftp://x" is not`) {

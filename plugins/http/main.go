@@ -7,6 +7,6 @@
 //	plugin "http" { source = "./flow-plugin-http" }
 package main
 
-import "github.com/flowdev/flow/plugin/sdk"
+import pluginserver "github.com/flowdev/flow/plugin/server"
 
-func main() { sdk.Serve(Register) }
+func main() { pluginserver.Serve(Register) }

@@ -2,7 +2,6 @@ package python
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,9 +16,7 @@ import (
 // TestJSONFilePlugin: the Python plugin's schema, Validate, Check, Run and Destroy,
 // through flow's host side.
 func TestJSONFilePlugin(t *testing.T) {
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
-		t.Fatalf("python3-grpcio is missing (bash scripts/apt-install.sh python3-grpcio python3-protobuf): %v\n%s", err, out)
-	}
+	needPython(t)
 	bin, err := filepath.Abs("flow-plugin-jsonfile")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +73,25 @@ func TestJSONFilePlugin(t *testing.T) {
 	again, err := task(values).Run(t.Context(), env)
 	if err != nil || !strings.Contains(printed.String(), "already present (s.json)") || !again["sha256"].RawEquals(out["sha256"]) {
 		t.Errorf("second Run = %v, %v; printed %q", again, err, printed.String())
+	}
+	// Probe: the recorded file as it was, changed, gone; each drift with the plugin's detail.
+	for _, c := range []struct {
+		change func()
+		drift  string
+	}{
+		{func() {}, ""},
+		{func() { os.WriteFile("s.json", []byte("{}\n"), 0o644) }, "it differs: s.json was changed since the run wrote it"},
+		{func() { os.Remove("s.json") }, "it is gone: s.json was removed"},
+	} {
+		c.change()
+		env, _ = taskstest.NewEnv(t)
+		if drift, err := task(values).(tasks.Prober).Probe(t.Context(), env, out); err != nil || drift != c.drift {
+			t.Errorf("Probe = %q, %v; want %q", drift, err, c.drift)
+		}
+	}
+	env, _ = taskstest.NewEnv(t)
+	if _, err := task(values).Run(t.Context(), env); err != nil {
+		t.Fatal(err)
 	}
 	env, printed = taskstest.NewEnv(t)
 	if err := task(values).(tasks.Destroyer).Destroy(t.Context(), env, out); err != nil || !strings.Contains(printed.String(), "removed s.json") {

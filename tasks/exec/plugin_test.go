@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/plugin/host"
-	"github.com/flowdev/flow/plugin/sdk"
+	pluginserver "github.com/flowdev/flow/plugin/server"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/internal/command"
 )
@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 		if g, err := time.ParseDuration(os.Getenv("FLOW_TEST_KILL_GRACE")); err == nil {
 			command.KillGrace = g
 		}
-		sdk.Serve(Register)
+		pluginserver.Serve(Register)
 		return
 	}
 	os.Exit(m.Run())
@@ -54,7 +54,7 @@ func viaPlugin(t *testing.T) func(*testing.T, *Exec) tasks.Task {
 	typ := types[0]
 	return func(t *testing.T, e *Exec) tasks.Task {
 		t.Helper()
-		values, err := sdk.Values(e)
+		values, err := pluginserver.Values(e)
 		if err != nil {
 			t.Fatal(err)
 		}

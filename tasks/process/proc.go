@@ -13,9 +13,6 @@ type procInfo = procgroup.Info
 // inspect reads /proc/PID/stat (procgroup.Inspect).
 func inspect(pid int) (procInfo, error) { return procgroup.Inspect(pid) }
 
-// parseStat reads the state, process group and start time from /proc/PID/stat.
-func parseStat(stat []byte) (procInfo, error) { return procgroup.ParseStat(stat) }
-
 // argvString shows an argv the way it is written in HCL: ["sleep", "30"].
 func argvString(argv []string) string {
 	q := make([]string, len(argv))

@@ -108,24 +108,3 @@ func TestParseRecord(t *testing.T) {
 		})
 	}
 }
-
-func TestParseStat(t *testing.T) {
-	fields := " 1 100 100 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 8192 100"
-	tests := []struct {
-		stat    string
-		want    procInfo
-		wantErr bool
-	}{
-		{stat: "100 (sleep) S" + fields, want: procInfo{Alive: true, Group: 100, Start: 123456}},
-		{stat: "100 (a) b (c)) R" + fields, want: procInfo{Alive: true, Group: 100, Start: 123456}},
-		{stat: "100 (sleep) Z" + fields, want: procInfo{Group: 100, Start: 123456}},
-		{stat: "100 (sleep) S 1 100", wantErr: true},
-		{stat: "garbage", wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := parseStat([]byte(tt.stat))
-		if (err != nil) != tt.wantErr || got.Alive != tt.want.Alive || got.Group != tt.want.Group || got.Start != tt.want.Start {
-			t.Errorf("parseStat(%q) = %+v, %v; want %+v (error: %v)", tt.stat, got, err, tt.want, tt.wantErr)
-		}
-	}
-}

@@ -122,7 +122,7 @@ with "flow resume" without redoing what succeeded.`,
 		return fail(ExitInvalid, fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
 	})
 	root.AddCommand(c.runCmd(), c.resumeCmd(), c.statusCmd(), c.planCmd(), c.graphCmd(),
-		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd(), c.versionCmd())
+		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd(), c.versionCmd(), c.pluginsCmd())
 	root.AddCommand(c.stateCmd())
 	c.root = root
 	return c

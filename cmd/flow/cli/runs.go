@@ -44,7 +44,11 @@ func (c *CLI) runsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Status,
 					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Resumes, flow)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			printRunPlugins(c.stdout, runs)
+			return nil
 		},
 	}
 }

@@ -27,6 +27,8 @@ type statusDoc struct {
 	Outputs map[string]outputDoc `json:"outputs"`
 	// Destroys is, for a run of flow destroy, the run it undoes.
 	Destroys uint64 `json:"destroys,omitempty"`
+	// Plugins are the plugin executables the run used (plugins_show.go).
+	Plugins []pluginDoc `json:"plugins,omitempty"`
 }
 
 // outputDoc is one flow output in `flow status --json` and `flow output --json`: its
@@ -48,7 +50,7 @@ type taskDoc struct {
 
 func newStatusDoc(run *engine.RunRecord, status string, recs []engine.InstanceRecord) statusDoc {
 	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{},
-		Destroys: run.Destroys}
+		Destroys: run.Destroys, Plugins: pluginDocs(run)}
 	for name, v := range run.Outputs {
 		doc.Outputs[name] = outputDoc{Value: v.Value, Type: v.Type}
 	}
@@ -242,6 +244,7 @@ func printStatus(w io.Writer, doc statusDoc) {
 		}
 	}
 	fmt.Fprintln(w)
+	printPlugins(w, "Plugins:", doc.Plugins)
 }
 
 func firstLine(s string) string {

@@ -6,7 +6,7 @@ package main
 import (
 	"errors"
 
-	"github.com/flowdev/flow/plugin/sdk"
+	"github.com/flowdev/flow/plugin/server"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
 )
@@ -25,4 +25,4 @@ func register(r *tasks.Registry) error {
 	return r.Register(renamed)
 }
 
-func main() { sdk.Serve(register) }
+func main() { server.Serve(register) }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/flowdev/flow/plugin/sdk"
+	"github.com/flowdev/flow/plugin/server"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -84,8 +84,8 @@ func (m *Marker) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 	}
 	switch {
 	case m.Crash:
-		fmt.Fprintf(sdk.Stderr, "marker: cannot go on with %s\n", m.Path)
-		fmt.Fprintln(sdk.Stderr, "marker: exiting")
+		fmt.Fprintf(server.Stderr, "marker: cannot go on with %s\n", m.Path)
+		fmt.Fprintln(server.Stderr, "marker: exiting")
 		os.Exit(3)
 	case m.Hang:
 		fmt.Fprintf(env.Stdout, "hanging on %s\n", m.Path)
@@ -137,5 +137,5 @@ var (
 )
 
 func main() {
-	sdk.Serve(func(r *tasks.Registry) error { return r.Add(markerType) })
+	server.Serve(func(r *tasks.Registry) error { return r.Add(markerType) })
 }

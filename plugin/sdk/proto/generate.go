@@ -4,3 +4,4 @@
 package pluginpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative flowplugin.proto
+//go:generate protoc --python_out=../../../plugins/python/flow_plugin flowplugin.proto

@@ -1,9 +1,14 @@
-// The flow task plugin protocol, version 1 (docs/plugins.md).
+// The flow task plugin protocol, version 2 (docs/plugins.md).
+//
+// Version 2 asks two questions apart: Check ("before this Run, is it already
+// there?") and Probe ("after a recorded success, is the object still as it was?").
+// Version 1 had only Check and flow asked it both; flow still serves version 1
+// plugins that way, and a version 2 type with Check and no Probe is probed by Check.
 //
 // A plugin is an executable that go-plugin starts: it checks the magic cookie
 // FLOW_PLUGIN=task-types in its environment, listens on a unix socket, prints the
-// handshake line "1|1|unix|SOCKET|grpc" on stdout (core protocol 1, this protocol's
-// version 1) and serves TaskPlugin and grpc.health.v1.Health (service "plugin").
+// handshake line "1|2|unix|SOCKET|grpc" on stdout (core protocol 1, this protocol's
+// version 2) and serves TaskPlugin and grpc.health.v1.Health (service "plugin").
 //
 // Values cross the boundary as cty JSON (github.com/zclconf/go-cty/cty/json) of the
 // declared type; types as cty type JSON: "string", "number", "bool",
@@ -179,15 +184,21 @@ type TypeSchema struct {
 	Example string `protobuf:"bytes,4,opt,name=example,proto3" json:"example,omitempty"`
 	// How flow destroy undoes it (shown by flow tasks).
 	Undo string `protobuf:"bytes,5,opt,name=undo,proto3" json:"undo,omitempty"`
-	// An attribute without which an instance has nothing to undo.
+	// An optional attribute that, left unset (null), means the instance made
+	// nothing to undo: flow destroy then leaves it alone without calling Destroy.
+	// Empty: every instance is destroyed.
 	UndoAttr   string             `protobuf:"bytes,6,opt,name=undo_attr,json=undoAttr,proto3" json:"undo_attr,omitempty"`
 	Attributes []*AttributeSchema `protobuf:"bytes,7,rep,name=attributes,proto3" json:"attributes,omitempty"`
 	Outputs    []*OutputSchema    `protobuf:"bytes,8,rep,name=outputs,proto3" json:"outputs,omitempty"`
-	// The type implements Destroy and Check.
+	// The type implements Destroy, Check and Probe.
 	Destroys bool `protobuf:"varint,9,opt,name=destroys,proto3" json:"destroys,omitempty"`
 	Checks   bool `protobuf:"varint,10,opt,name=checks,proto3" json:"checks,omitempty"`
-	// Attributes Destroy reads (see tasks.Type.DestroyReads).
+	// Every attribute Destroy reads. With it, flow destroy needs only these known:
+	// the others (a secret input, which flow never stores) arrive as null and
+	// Validate is not called first. Empty: every input must be known and the task
+	// must validate, as for Run.
 	DestroyReads  []string `protobuf:"bytes,11,rep,name=destroy_reads,json=destroyReads,proto3" json:"destroy_reads,omitempty"`
+	Probes        bool     `protobuf:"varint,12,opt,name=probes,proto3" json:"probes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -297,6 +308,13 @@ func (x *TypeSchema) GetDestroyReads() []string {
 		return x.DestroyReads
 	}
 	return nil
+}
+
+func (x *TypeSchema) GetProbes() bool {
+	if x != nil {
+		return x.Probes
+	}
+	return false
 }
 
 type AttributeSchema struct {
@@ -811,6 +829,67 @@ func (x *CheckResponse) GetError() string {
 	return ""
 }
 
+type ProbeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *TaskRequest           `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// The outputs the run recorded; has_recorded is false when it stored none.
+	Recorded      map[string]*Value `protobuf:"bytes,2,rep,name=recorded,proto3" json:"recorded,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	HasRecorded   bool              `protobuf:"varint,3,opt,name=has_recorded,json=hasRecorded,proto3" json:"has_recorded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeRequest) Reset() {
+	*x = ProbeRequest{}
+	mi := &file_flowplugin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeRequest) ProtoMessage() {}
+
+func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowplugin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
+func (*ProbeRequest) Descriptor() ([]byte, []int) {
+	return file_flowplugin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ProbeRequest) GetTask() *TaskRequest {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *ProbeRequest) GetRecorded() map[string]*Value {
+	if x != nil {
+		return x.Recorded
+	}
+	return nil
+}
+
+func (x *ProbeRequest) GetHasRecorded() bool {
+	if x != nil {
+		return x.HasRecorded
+	}
+	return false
+}
+
 type DestroyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Task  *TaskRequest           `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
@@ -823,7 +902,7 @@ type DestroyRequest struct {
 
 func (x *DestroyRequest) Reset() {
 	*x = DestroyRequest{}
-	mi := &file_flowplugin_proto_msgTypes[11]
+	mi := &file_flowplugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +914,7 @@ func (x *DestroyRequest) String() string {
 func (*DestroyRequest) ProtoMessage() {}
 
 func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowplugin_proto_msgTypes[11]
+	mi := &file_flowplugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +927,7 @@ func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyRequest.ProtoReflect.Descriptor instead.
 func (*DestroyRequest) Descriptor() ([]byte, []int) {
-	return file_flowplugin_proto_rawDescGZIP(), []int{11}
+	return file_flowplugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DestroyRequest) GetTask() *TaskRequest {
@@ -886,7 +965,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_flowplugin_proto_msgTypes[12]
+	mi := &file_flowplugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +977,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_flowplugin_proto_msgTypes[12]
+	mi := &file_flowplugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +990,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_flowplugin_proto_rawDescGZIP(), []int{12}
+	return file_flowplugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Event) GetEvent() isEvent_Event {
@@ -984,7 +1063,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_flowplugin_proto_msgTypes[13]
+	mi := &file_flowplugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1075,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_flowplugin_proto_msgTypes[13]
+	mi := &file_flowplugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1088,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_flowplugin_proto_rawDescGZIP(), []int{13}
+	return file_flowplugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Result) GetOutputs() map[string]*Value {
@@ -1048,7 +1127,7 @@ const file_flowplugin_proto_rawDesc = "" +
 	"\rSchemaRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\"B\n" +
 	"\x0eSchemaResponse\x120\n" +
-	"\x05types\x18\x01 \x03(\v2\x1a.flow.plugin.v1.TypeSchemaR\x05types\"\xe9\x02\n" +
+	"\x05types\x18\x01 \x03(\v2\x1a.flow.plugin.v1.TypeSchemaR\x05types\"\x81\x03\n" +
 	"\n" +
 	"TypeSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -1064,7 +1143,8 @@ const file_flowplugin_proto_rawDesc = "" +
 	"\bdestroys\x18\t \x01(\bR\bdestroys\x12\x16\n" +
 	"\x06checks\x18\n" +
 	" \x01(\bR\x06checks\x12#\n" +
-	"\rdestroy_reads\x18\v \x03(\tR\fdestroyReads\"\x85\x01\n" +
+	"\rdestroy_reads\x18\v \x03(\tR\fdestroyReads\x12\x16\n" +
+	"\x06probes\x18\f \x01(\bR\x06probes\"\x85\x01\n" +
 	"\x0fAttributeSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\fR\x04type\x12\x1a\n" +
@@ -1111,7 +1191,14 @@ const file_flowplugin_proto_rawDesc = "" +
 	"\n" +
 	"\x06ABSENT\x10\x00\x12\v\n" +
 	"\aPRESENT\x10\x01\x12\v\n" +
-	"\aDIFFERS\x10\x02\"\x82\x02\n" +
+	"\aDIFFERS\x10\x02\"\xfe\x01\n" +
+	"\fProbeRequest\x12/\n" +
+	"\x04task\x18\x01 \x01(\v2\x1b.flow.plugin.v1.TaskRequestR\x04task\x12F\n" +
+	"\brecorded\x18\x02 \x03(\v2*.flow.plugin.v1.ProbeRequest.RecordedEntryR\brecorded\x12!\n" +
+	"\fhas_recorded\x18\x03 \x01(\bR\vhasRecorded\x1aR\n" +
+	"\rRecordedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12+\n" +
+	"\x05value\x18\x02 \x01(\v2\x15.flow.plugin.v1.ValueR\x05value:\x028\x01\"\x82\x02\n" +
 	"\x0eDestroyRequest\x12/\n" +
 	"\x04task\x18\x01 \x01(\v2\x1b.flow.plugin.v1.TaskRequestR\x04task\x12H\n" +
 	"\brecorded\x18\x02 \x03(\v2,.flow.plugin.v1.DestroyRequest.RecordedEntryR\brecorded\x12!\n" +
@@ -1132,15 +1219,16 @@ const file_flowplugin_proto_rawDesc = "" +
 	"\tattribute\x18\x04 \x01(\tR\tattribute\x1aQ\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12+\n" +
-	"\x05value\x18\x02 \x01(\v2\x15.flow.plugin.v1.ValueR\x05value:\x028\x012\xaf\x03\n" +
+	"\x05value\x18\x02 \x01(\v2\x15.flow.plugin.v1.ValueR\x05value:\x028\x012\xf5\x03\n" +
 	"\n" +
 	"TaskPlugin\x12G\n" +
 	"\x06Schema\x12\x1d.flow.plugin.v1.SchemaRequest\x1a\x1e.flow.plugin.v1.SchemaResponse\x12I\n" +
 	"\bValidate\x12\x1b.flow.plugin.v1.TaskRequest\x1a .flow.plugin.v1.ValidateResponse\x12C\n" +
-	"\x05Check\x12\x1b.flow.plugin.v1.TaskRequest\x1a\x1d.flow.plugin.v1.CheckResponse\x12;\n" +
+	"\x05Check\x12\x1b.flow.plugin.v1.TaskRequest\x1a\x1d.flow.plugin.v1.CheckResponse\x12D\n" +
+	"\x05Probe\x12\x1c.flow.plugin.v1.ProbeRequest\x1a\x1d.flow.plugin.v1.CheckResponse\x12;\n" +
 	"\x03Run\x12\x1b.flow.plugin.v1.TaskRequest\x1a\x15.flow.plugin.v1.Event0\x01\x12G\n" +
 	"\x06Cancel\x12\x1d.flow.plugin.v1.CancelRequest\x1a\x1e.flow.plugin.v1.CancelResponse\x12B\n" +
-	"\aDestroy\x12\x1e.flow.plugin.v1.DestroyRequest\x1a\x15.flow.plugin.v1.Event0\x01B/Z-github.com/flowdev/flow/plugin/proto;pluginpbb\x06proto3"
+	"\aDestroy\x12\x1e.flow.plugin.v1.DestroyRequest\x1a\x15.flow.plugin.v1.Event0\x01B3Z1github.com/flowdev/flow/plugin/sdk/proto;pluginpbb\x06proto3"
 
 var (
 	file_flowplugin_proto_rawDescOnce sync.Once
@@ -1155,7 +1243,7 @@ func file_flowplugin_proto_rawDescGZIP() []byte {
 }
 
 var file_flowplugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowplugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_flowplugin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_flowplugin_proto_goTypes = []any{
 	(CheckResponse_State)(0), // 0: flow.plugin.v1.CheckResponse.State
 	(*SchemaRequest)(nil),    // 1: flow.plugin.v1.SchemaRequest
@@ -1169,45 +1257,52 @@ var file_flowplugin_proto_goTypes = []any{
 	(*CancelResponse)(nil),   // 9: flow.plugin.v1.CancelResponse
 	(*ValidateResponse)(nil), // 10: flow.plugin.v1.ValidateResponse
 	(*CheckResponse)(nil),    // 11: flow.plugin.v1.CheckResponse
-	(*DestroyRequest)(nil),   // 12: flow.plugin.v1.DestroyRequest
-	(*Event)(nil),            // 13: flow.plugin.v1.Event
-	(*Result)(nil),           // 14: flow.plugin.v1.Result
-	nil,                      // 15: flow.plugin.v1.TaskRequest.AttributesEntry
-	nil,                      // 16: flow.plugin.v1.CheckResponse.OutputsEntry
-	nil,                      // 17: flow.plugin.v1.DestroyRequest.RecordedEntry
-	nil,                      // 18: flow.plugin.v1.Result.OutputsEntry
+	(*ProbeRequest)(nil),     // 12: flow.plugin.v1.ProbeRequest
+	(*DestroyRequest)(nil),   // 13: flow.plugin.v1.DestroyRequest
+	(*Event)(nil),            // 14: flow.plugin.v1.Event
+	(*Result)(nil),           // 15: flow.plugin.v1.Result
+	nil,                      // 16: flow.plugin.v1.TaskRequest.AttributesEntry
+	nil,                      // 17: flow.plugin.v1.CheckResponse.OutputsEntry
+	nil,                      // 18: flow.plugin.v1.ProbeRequest.RecordedEntry
+	nil,                      // 19: flow.plugin.v1.DestroyRequest.RecordedEntry
+	nil,                      // 20: flow.plugin.v1.Result.OutputsEntry
 }
 var file_flowplugin_proto_depIdxs = []int32{
 	3,  // 0: flow.plugin.v1.SchemaResponse.types:type_name -> flow.plugin.v1.TypeSchema
 	4,  // 1: flow.plugin.v1.TypeSchema.attributes:type_name -> flow.plugin.v1.AttributeSchema
 	5,  // 2: flow.plugin.v1.TypeSchema.outputs:type_name -> flow.plugin.v1.OutputSchema
-	15, // 3: flow.plugin.v1.TaskRequest.attributes:type_name -> flow.plugin.v1.TaskRequest.AttributesEntry
+	16, // 3: flow.plugin.v1.TaskRequest.attributes:type_name -> flow.plugin.v1.TaskRequest.AttributesEntry
 	0,  // 4: flow.plugin.v1.CheckResponse.state:type_name -> flow.plugin.v1.CheckResponse.State
-	16, // 5: flow.plugin.v1.CheckResponse.outputs:type_name -> flow.plugin.v1.CheckResponse.OutputsEntry
-	7,  // 6: flow.plugin.v1.DestroyRequest.task:type_name -> flow.plugin.v1.TaskRequest
-	17, // 7: flow.plugin.v1.DestroyRequest.recorded:type_name -> flow.plugin.v1.DestroyRequest.RecordedEntry
-	14, // 8: flow.plugin.v1.Event.result:type_name -> flow.plugin.v1.Result
-	18, // 9: flow.plugin.v1.Result.outputs:type_name -> flow.plugin.v1.Result.OutputsEntry
-	6,  // 10: flow.plugin.v1.CheckResponse.OutputsEntry.value:type_name -> flow.plugin.v1.Value
-	6,  // 11: flow.plugin.v1.DestroyRequest.RecordedEntry.value:type_name -> flow.plugin.v1.Value
-	6,  // 12: flow.plugin.v1.Result.OutputsEntry.value:type_name -> flow.plugin.v1.Value
-	1,  // 13: flow.plugin.v1.TaskPlugin.Schema:input_type -> flow.plugin.v1.SchemaRequest
-	7,  // 14: flow.plugin.v1.TaskPlugin.Validate:input_type -> flow.plugin.v1.TaskRequest
-	7,  // 15: flow.plugin.v1.TaskPlugin.Check:input_type -> flow.plugin.v1.TaskRequest
-	7,  // 16: flow.plugin.v1.TaskPlugin.Run:input_type -> flow.plugin.v1.TaskRequest
-	8,  // 17: flow.plugin.v1.TaskPlugin.Cancel:input_type -> flow.plugin.v1.CancelRequest
-	12, // 18: flow.plugin.v1.TaskPlugin.Destroy:input_type -> flow.plugin.v1.DestroyRequest
-	2,  // 19: flow.plugin.v1.TaskPlugin.Schema:output_type -> flow.plugin.v1.SchemaResponse
-	10, // 20: flow.plugin.v1.TaskPlugin.Validate:output_type -> flow.plugin.v1.ValidateResponse
-	11, // 21: flow.plugin.v1.TaskPlugin.Check:output_type -> flow.plugin.v1.CheckResponse
-	13, // 22: flow.plugin.v1.TaskPlugin.Run:output_type -> flow.plugin.v1.Event
-	9,  // 23: flow.plugin.v1.TaskPlugin.Cancel:output_type -> flow.plugin.v1.CancelResponse
-	13, // 24: flow.plugin.v1.TaskPlugin.Destroy:output_type -> flow.plugin.v1.Event
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	17, // 5: flow.plugin.v1.CheckResponse.outputs:type_name -> flow.plugin.v1.CheckResponse.OutputsEntry
+	7,  // 6: flow.plugin.v1.ProbeRequest.task:type_name -> flow.plugin.v1.TaskRequest
+	18, // 7: flow.plugin.v1.ProbeRequest.recorded:type_name -> flow.plugin.v1.ProbeRequest.RecordedEntry
+	7,  // 8: flow.plugin.v1.DestroyRequest.task:type_name -> flow.plugin.v1.TaskRequest
+	19, // 9: flow.plugin.v1.DestroyRequest.recorded:type_name -> flow.plugin.v1.DestroyRequest.RecordedEntry
+	15, // 10: flow.plugin.v1.Event.result:type_name -> flow.plugin.v1.Result
+	20, // 11: flow.plugin.v1.Result.outputs:type_name -> flow.plugin.v1.Result.OutputsEntry
+	6,  // 12: flow.plugin.v1.CheckResponse.OutputsEntry.value:type_name -> flow.plugin.v1.Value
+	6,  // 13: flow.plugin.v1.ProbeRequest.RecordedEntry.value:type_name -> flow.plugin.v1.Value
+	6,  // 14: flow.plugin.v1.DestroyRequest.RecordedEntry.value:type_name -> flow.plugin.v1.Value
+	6,  // 15: flow.plugin.v1.Result.OutputsEntry.value:type_name -> flow.plugin.v1.Value
+	1,  // 16: flow.plugin.v1.TaskPlugin.Schema:input_type -> flow.plugin.v1.SchemaRequest
+	7,  // 17: flow.plugin.v1.TaskPlugin.Validate:input_type -> flow.plugin.v1.TaskRequest
+	7,  // 18: flow.plugin.v1.TaskPlugin.Check:input_type -> flow.plugin.v1.TaskRequest
+	12, // 19: flow.plugin.v1.TaskPlugin.Probe:input_type -> flow.plugin.v1.ProbeRequest
+	7,  // 20: flow.plugin.v1.TaskPlugin.Run:input_type -> flow.plugin.v1.TaskRequest
+	8,  // 21: flow.plugin.v1.TaskPlugin.Cancel:input_type -> flow.plugin.v1.CancelRequest
+	13, // 22: flow.plugin.v1.TaskPlugin.Destroy:input_type -> flow.plugin.v1.DestroyRequest
+	2,  // 23: flow.plugin.v1.TaskPlugin.Schema:output_type -> flow.plugin.v1.SchemaResponse
+	10, // 24: flow.plugin.v1.TaskPlugin.Validate:output_type -> flow.plugin.v1.ValidateResponse
+	11, // 25: flow.plugin.v1.TaskPlugin.Check:output_type -> flow.plugin.v1.CheckResponse
+	11, // 26: flow.plugin.v1.TaskPlugin.Probe:output_type -> flow.plugin.v1.CheckResponse
+	14, // 27: flow.plugin.v1.TaskPlugin.Run:output_type -> flow.plugin.v1.Event
+	9,  // 28: flow.plugin.v1.TaskPlugin.Cancel:output_type -> flow.plugin.v1.CancelResponse
+	14, // 29: flow.plugin.v1.TaskPlugin.Destroy:output_type -> flow.plugin.v1.Event
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_flowplugin_proto_init() }
@@ -1215,7 +1310,7 @@ func file_flowplugin_proto_init() {
 	if File_flowplugin_proto != nil {
 		return
 	}
-	file_flowplugin_proto_msgTypes[12].OneofWrappers = []any{
+	file_flowplugin_proto_msgTypes[13].OneofWrappers = []any{
 		(*Event_Stdout)(nil),
 		(*Event_Stderr)(nil),
 		(*Event_Result)(nil),
@@ -1226,7 +1321,7 @@ func file_flowplugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowplugin_proto_rawDesc), len(file_flowplugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,9 +1,14 @@
-// The flow task plugin protocol, version 1 (docs/plugins.md).
+// The flow task plugin protocol, version 2 (docs/plugins.md).
+//
+// Version 2 asks two questions apart: Check ("before this Run, is it already
+// there?") and Probe ("after a recorded success, is the object still as it was?").
+// Version 1 had only Check and flow asked it both; flow still serves version 1
+// plugins that way, and a version 2 type with Check and no Probe is probed by Check.
 //
 // A plugin is an executable that go-plugin starts: it checks the magic cookie
 // FLOW_PLUGIN=task-types in its environment, listens on a unix socket, prints the
-// handshake line "1|1|unix|SOCKET|grpc" on stdout (core protocol 1, this protocol's
-// version 1) and serves TaskPlugin and grpc.health.v1.Health (service "plugin").
+// handshake line "1|2|unix|SOCKET|grpc" on stdout (core protocol 1, this protocol's
+// version 2) and serves TaskPlugin and grpc.health.v1.Health (service "plugin").
 //
 // Values cross the boundary as cty JSON (github.com/zclconf/go-cty/cty/json) of the
 // declared type; types as cty type JSON: "string", "number", "bool",
@@ -33,6 +38,7 @@ const (
 	TaskPlugin_Schema_FullMethodName   = "/flow.plugin.v1.TaskPlugin/Schema"
 	TaskPlugin_Validate_FullMethodName = "/flow.plugin.v1.TaskPlugin/Validate"
 	TaskPlugin_Check_FullMethodName    = "/flow.plugin.v1.TaskPlugin/Check"
+	TaskPlugin_Probe_FullMethodName    = "/flow.plugin.v1.TaskPlugin/Probe"
 	TaskPlugin_Run_FullMethodName      = "/flow.plugin.v1.TaskPlugin/Run"
 	TaskPlugin_Cancel_FullMethodName   = "/flow.plugin.v1.TaskPlugin/Cancel"
 	TaskPlugin_Destroy_FullMethodName  = "/flow.plugin.v1.TaskPlugin/Destroy"
@@ -46,9 +52,18 @@ type TaskPluginClient interface {
 	Schema(ctx context.Context, in *SchemaRequest, opts ...grpc.CallOption) (*SchemaResponse, error)
 	// Validate checks a decoded instance, fast and offline.
 	Validate(ctx context.Context, in *TaskRequest, opts ...grpc.CallOption) (*ValidateResponse, error)
-	// Check says whether what Run would create is already present, absent, or
-	// present but different. Only for types whose schema sets checks.
+	// Check is asked before every Run: is what Run would create already there?
+	// PRESENT skips the Run ("already present (DETAIL)", with outputs), ABSENT runs
+	// it, DIFFERS fails the attempt ("exists but differs: DETAIL"). Only for types
+	// whose schema sets checks.
 	Check(ctx context.Context, in *TaskRequest, opts ...grpc.CallOption) (*CheckResponse, error)
+	// Probe is asked before plan, resume or a targeted run trusts a recorded
+	// success: is the object that Run made (recorded: its outputs) still as it was?
+	// PRESENT: yes; ABSENT: it is gone; DIFFERS: it changed. For ABSENT and
+	// DIFFERS flow runs the instance again and plan shows DETAIL. Only for types
+	// whose schema sets probes; a type that sets checks and not probes is probed
+	// by Check; one that sets neither is trusted. Read-only and fast.
+	Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*CheckResponse, error)
 	// Run performs the task: output lines as they come, then exactly one result.
 	// flow ends a run by Cancel (the task's context is cancelled and it still sends
 	// its result), and drops the stream only when no result follows in time.
@@ -93,6 +108,16 @@ func (c *taskPluginClient) Check(ctx context.Context, in *TaskRequest, opts ...g
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckResponse)
 	err := c.cc.Invoke(ctx, TaskPlugin_Check_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskPluginClient) Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*CheckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckResponse)
+	err := c.cc.Invoke(ctx, TaskPlugin_Probe_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +180,18 @@ type TaskPluginServer interface {
 	Schema(context.Context, *SchemaRequest) (*SchemaResponse, error)
 	// Validate checks a decoded instance, fast and offline.
 	Validate(context.Context, *TaskRequest) (*ValidateResponse, error)
-	// Check says whether what Run would create is already present, absent, or
-	// present but different. Only for types whose schema sets checks.
+	// Check is asked before every Run: is what Run would create already there?
+	// PRESENT skips the Run ("already present (DETAIL)", with outputs), ABSENT runs
+	// it, DIFFERS fails the attempt ("exists but differs: DETAIL"). Only for types
+	// whose schema sets checks.
 	Check(context.Context, *TaskRequest) (*CheckResponse, error)
+	// Probe is asked before plan, resume or a targeted run trusts a recorded
+	// success: is the object that Run made (recorded: its outputs) still as it was?
+	// PRESENT: yes; ABSENT: it is gone; DIFFERS: it changed. For ABSENT and
+	// DIFFERS flow runs the instance again and plan shows DETAIL. Only for types
+	// whose schema sets probes; a type that sets checks and not probes is probed
+	// by Check; one that sets neither is trusted. Read-only and fast.
+	Probe(context.Context, *ProbeRequest) (*CheckResponse, error)
 	// Run performs the task: output lines as they come, then exactly one result.
 	// flow ends a run by Cancel (the task's context is cancelled and it still sends
 	// its result), and drops the stream only when no result follows in time.
@@ -186,6 +220,9 @@ func (UnimplementedTaskPluginServer) Validate(context.Context, *TaskRequest) (*V
 }
 func (UnimplementedTaskPluginServer) Check(context.Context, *TaskRequest) (*CheckResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Check not implemented")
+}
+func (UnimplementedTaskPluginServer) Probe(context.Context, *ProbeRequest) (*CheckResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Probe not implemented")
 }
 func (UnimplementedTaskPluginServer) Run(*TaskRequest, grpc.ServerStreamingServer[Event]) error {
 	return status.Errorf(codes.Unimplemented, "method Run not implemented")
@@ -271,6 +308,24 @@ func _TaskPlugin_Check_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskPlugin_Probe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProbeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskPluginServer).Probe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskPlugin_Probe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskPluginServer).Probe(ctx, req.(*ProbeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _TaskPlugin_Run_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(TaskRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -329,6 +384,10 @@ var TaskPlugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Check",
 			Handler:    _TaskPlugin_Check_Handler,
+		},
+		{
+			MethodName: "Probe",
+			Handler:    _TaskPlugin_Probe_Handler,
 		},
 		{
 			MethodName: "Cancel",

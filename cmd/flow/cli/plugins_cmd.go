@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/flowdev/flow/engine/config"
+)
+
+func (c *CLI) pluginsCmd() *cobra.Command {
+	var flowPath string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plugins --flow FLOW",
+		Short: "List the plugins a flow declares: where each was found, its sha256 and types",
+		Long: `List the plugins a flow's plugin blocks name (its modules' too), before anything
+runs: the executable each was found as (a path with a slash is relative to the flow, a
+bare name is looked up in $FLOW_PLUGIN_PATH and ~/.local/share/flow/plugins), its
+sha256, and the task types it serves. Each plugin is started to read its types. A run
+records the same (flow runs, flow status).`,
+		Example: `  flow plugins --flow flows/site
+  flow plugins --flow flow.hcl --json | jq -r '.[].sha256'`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if flowPath == "" {
+				return failf(ExitInvalid, "flow plugins needs --flow FLOW")
+			}
+			flow, diags := config.Load(flowPath, c.reg)
+			if flow == nil || diags.HasErrors() {
+				return c.reportDiags(flow, diags)
+			}
+			docs := []pluginDoc{}
+			declaredPlugins(flow, func(d pluginDoc) { docs = append(docs, d) })
+			if asJSON {
+				return writeJSON(c.stdout, docs)
+			}
+			if len(docs) == 0 {
+				c.stdout.Write([]byte("The flow declares no plugin.\n"))
+				return nil
+			}
+			printPlugins(c.stdout, "Plugins:", docs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&flowPath, "flow", "", "the flow whose plugins to list")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// declaredPlugins calls add for each plugin flow and its modules declare, the flow's first.
+func declaredPlugins(flow *config.Flow, add func(pluginDoc)) {
+	for _, p := range flow.Plugins {
+		add(pluginDoc{Name: p.Name, Path: p.Path, Sha256: p.Sha256, Types: p.Types})
+	}
+	for _, m := range flow.Modules {
+		if m.Flow != nil {
+			declaredPlugins(m.Flow, add)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// docBlocks are the fenced code blocks of docs/plugins.md in lang.
+func docBlocks(t *testing.T, root, lang string) []string {
+	t.Helper()
+	doc := readFile(t, filepath.Join(root, "docs", "plugins.md"))
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(doc, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// docBlock is the one block in lang that holds marker.
+func docBlock(t *testing.T, root, lang, marker string) string {
+	t.Helper()
+	for _, b := range docBlocks(t, root, lang) {
+		if strings.Contains(b, marker) {
+			return b
+		}
+	}
+	t.Fatalf("docs/plugins.md has no %s block with %q", lang, marker)
+	return ""
+}
+
+// TestPluginDocs: the walkthroughs of docs/plugins.md run as written: the Python
+// plugin (with flow_plugin beside it) and the Go one (its own module with the go.mod
+// of the page, built offline), each through the page's flow and commands.
+func TestPluginDocs(t *testing.T) {
+	needPython(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowFile := docBlock(t, root, "hcl", `plugin "greeting"`)
+	for _, lang := range []string{"python", "go"} {
+		t.Run(lang, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(name, content string, mode os.FileMode) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("flow.hcl", flowFile, 0o644)
+			if lang == "python" {
+				write("flow-plugin-greeting", docBlock(t, root, "python", "#!/usr/bin/python3"), 0o755)
+				if err := os.Symlink(filepath.Join(root, "plugins", "python", "flow_plugin"), filepath.Join(dir, "flow_plugin")); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				src := filepath.Join(dir, "src")
+				if err := os.Mkdir(src, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				gomod := docBlock(t, root, "sh", "cat > go.mod")
+				gomod = gomod[strings.Index(gomod, "module "):strings.LastIndex(gomod, "EOF")]
+				gomod = strings.ReplaceAll(gomod, "/path/to/flow", root)
+				write("src/go.mod", gomod, 0o644)
+				write("src/main.go", docBlock(t, root, "go", "package main"), 0o644)
+				sum, _ := os.ReadFile(filepath.Join(root, "plugin", "sdk", "go.sum"))
+				write("src/go.sum", string(sum), 0o644)
+				// As the page says for building offline.
+				for _, args := range [][]string{{"mod", "tidy", "-e"}, {"build", "-o", filepath.Join(dir, "flow-plugin-greeting"), "."}} {
+					cmd := exec.Command("go", args...)
+					cmd.Dir = src
+					cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+					if out, err := cmd.CombinedOutput(); err != nil && args[0] == "build" {
+						t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+					}
+				}
+			}
+			tag := newTag(t)
+			flowExit(t, tag, dir, 0, "validate", "flow.hcl")
+			for _, want := range []string{"[greeting.world] wrote hello.txt", "[greeting.world] already present (hello.txt)"} {
+				if r := flowExit(t, tag, dir, 0, "run", "flow.hcl"); !strings.Contains(r.stdout, want) {
+					t.Errorf("flow run: want %q\n%s", want, r.desc)
+				}
+			}
+			if got := readFile(t, filepath.Join(dir, "hello.txt")); got != "hello, world\n" {
+				t.Errorf("hello.txt = %q", got)
+			}
+			r := runFlow(t, tag, dir, 60*time.Second, "destroy", "--auto-approve")
+			if _, err := os.Stat(filepath.Join(dir, "hello.txt")); r.code != 0 || !os.IsNotExist(err) {
+				t.Errorf("destroy: hello.txt %v\n%s", err, r.desc)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// sockets is where this flow process's plugins put their unix sockets: one directory
+// per process under $TMPDIR, flow-plugins-PID-*, that go-plugin makes a directory per
+// plugin process in (PLUGIN_UNIX_SOCKET_DIR) and removes when that process ended. The
+// root itself is removed once it is empty, so a command leaves $TMPDIR as it found it;
+// the root of a flow that was SIGKILLed is removed by the next flow that starts a
+// plugin.
+var sockets = &socketRoot{}
+
+const socketPrefix = "flow-plugins-"
+
+type socketRoot struct {
+	mu  sync.Mutex
+	dir string
+}
+
+// acquire returns the root, made if need be, and holds it until release: a plugin
+// started meanwhile makes its directory in it before tidy may remove it.
+func (r *socketRoot) acquire() (string, error) {
+	r.mu.Lock()
+	if r.dir != "" {
+		if _, err := os.Stat(r.dir); err == nil {
+			return r.dir, nil
+		}
+	}
+	sweepSockets()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", socketPrefix, os.Getpid()))
+	if err != nil {
+		r.mu.Unlock()
+		return "", fmt.Errorf("plugin socket directory: %w", err)
+	}
+	r.dir = dir
+	return dir, nil
+}
+
+// release ends acquire, removing the root when the plugin did not start.
+func (r *socketRoot) release() {
+	r.removeEmpty()
+	r.mu.Unlock()
+}
+
+// tidy removes the root when no plugin's directory is left in it.
+func (r *socketRoot) tidy() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removeEmpty()
+}
+
+func (r *socketRoot) removeEmpty() {
+	if r.dir != "" && os.Remove(r.dir) == nil {
+		r.dir = ""
+	}
+}
+
+// sweepSockets removes the socket roots of flow processes that no longer run.
+func sweepSockets() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), socketPrefix+"*"))
+	for _, m := range matches {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(m), socketPrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(m)
+	}
+}
+
+// alive reports whether process pid exists (signal 0 finds it or is refused).
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || strings.Contains(err.Error(), "operation not permitted")
+}
