@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowdev/flow/internal/pgtest"
 )
 
 // The crash flow (testdata/crash.hcl): a root, a chain s1..s4 per member, a join.
@@ -21,6 +23,7 @@ var (
 
 const (
 	crashTrials      = 24
+	crashTrialsPG    = 8
 	defaultCrashSeed = 20250611
 	maxInvocations   = 10
 	maxKillAfter     = 1500 * time.Millisecond
@@ -128,6 +131,21 @@ func crashSeed(t *testing.T) uint64 {
 // kill moments are the same on a replay; where they fall in the run is up to the
 // machine.
 func TestCrashResume(t *testing.T) {
+	crashResume(t, crashTrials, func(t *testing.T, dir string) string { return filepath.Join(dir, "state.db") })
+}
+
+// TestCrashResumePostgres is TestCrashResume on a state in PostgreSQL (a throwaway
+// cluster, internal/pgtest), with fewer trials.
+func TestCrashResumePostgres(t *testing.T) {
+	url := pgtest.Database(t)
+	n := 0
+	crashResume(t, crashTrialsPG, func(t *testing.T, dir string) string {
+		n++
+		return fmt.Sprintf("%s&state=crash%d", url, n)
+	})
+}
+
+func crashResume(t *testing.T, trials int, newState func(t *testing.T, dir string) string) {
 	binary(t)
 	seed := crashSeed(t)
 	only := -1
@@ -140,12 +158,12 @@ func TestCrashResume(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with E2E_SEED=%d; one trial with E2E_TRIAL=N)", seed, seed)
 	var total crashTotals
-	for i := range crashTrials {
+	for i := range trials {
 		if only >= 0 && i != only {
 			continue
 		}
 		ok := t.Run(fmt.Sprintf("trial%02d", i), func(t *testing.T) {
-			crashTrial(t, seed, i, &total)
+			crashTrial(t, seed, i, &total, newState)
 		})
 		if !ok {
 			t.Logf("trial %d failed: replay with E2E_SEED=%d E2E_TRIAL=%d go test -run 'TestCrashResume' ./e2e/", i, seed, i)
@@ -160,10 +178,10 @@ type crashTotals struct {
 	invocations, kills, killsNoState, killsNoRun, reruns, protected int
 }
 
-func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals) {
+func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals, newState func(t *testing.T, dir string) string) {
 	rng := rand.New(rand.NewPCG(seed, uint64(trial)))
 	dir := t.TempDir()
-	state := filepath.Join(dir, "state.db")
+	state := newState(t, dir)
 	marks := filepath.Join(dir, "marks")
 	flowFile := testdata(t, "crash.hcl")
 	tag := newTag(t)
@@ -231,9 +249,8 @@ func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals) {
 		orphans := killTagged(tag)
 		counts := countMarks(readMarks(t, marks))
 		r := runFlow(t, tag, dir, 10*time.Second, "status", "--json", "--state", state)
-		_, statErr := os.Stat(state)
 		switch {
-		case r.code != 0 && os.IsNotExist(statErr):
+		case r.code != 0 && stateMissing(state, r):
 			// Killed before the state file was created: status must say so.
 			if r.code != 2 || !strings.Contains(r.stderr, "no state file") {
 				t.Fatalf("%s: no state file, but status did not say so:\n%s", entry, r.desc)
@@ -379,4 +396,14 @@ func crashTrial(t *testing.T, seed uint64, trial int, total *crashTotals) {
 	if t.Failed() {
 		t.Logf("marks in order: %s", strings.Join(order, " "))
 	}
+}
+
+// stateMissing reports whether no state exists at loc: no file, or (for a URL) status
+// saying there is none.
+func stateMissing(loc string, status result) bool {
+	if strings.HasPrefix(loc, "postgres") {
+		return strings.Contains(status.stderr, "no state file")
+	}
+	_, err := os.Stat(loc)
+	return os.IsNotExist(err)
 }

@@ -566,15 +566,18 @@ func rootsWhole(t *testing.T, names []string, image []imageEntry) map[string]boo
 // removeFaultLab deletes what the fault flow creates, all named with faultPrefix:
 // its instances, profile and image alias (the image itself may be the lab's too,
 // under another alias, and stays).
-func removeFaultLab(t *testing.T) {
+func removeFaultLab(t *testing.T) { removePrefixedLab(t, faultPrefix, faultMembers) }
+
+// removePrefixedLab removes what testdata/fault-lxd.hcl made with prefix and members.
+func removePrefixedLab(t *testing.T, prefix string, members map[string]int) {
 	t.Helper()
 	srv, err := lxdclient.ConnectLXDUnix("", nil)
 	if err != nil {
 		t.Logf("cleanup: %v", err)
 		return
 	}
-	for member := range faultMembers {
-		name := faultPrefix + "-" + member
+	for member := range members {
+		name := prefix + "-" + member
 		if op, err := srv.UpdateInstanceState(name, api.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
 			_ = op.Wait()
 		}
@@ -584,10 +587,10 @@ func removeFaultLab(t *testing.T) {
 			t.Errorf("cleanup: delete %s: %v", name, err)
 		}
 	}
-	if err := srv.DeleteProfile(faultPrefix + "-profile"); err != nil && !api.StatusErrorCheck(err, 404) {
+	if err := srv.DeleteProfile(prefix + "-profile"); err != nil && !api.StatusErrorCheck(err, 404) {
 		t.Errorf("cleanup: delete profile: %v", err)
 	}
-	if err := srv.DeleteImageAlias(faultPrefix + "-busybox"); err != nil && !api.StatusErrorCheck(err, 404) {
+	if err := srv.DeleteImageAlias(prefix + "-busybox"); err != nil && !api.StatusErrorCheck(err, 404) {
 		t.Errorf("cleanup: delete image alias: %v", err)
 	}
 }

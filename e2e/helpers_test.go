@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowdev/flow/internal/pgtest"
 )
 
 var (
@@ -41,6 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	pgtest.Cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -279,6 +282,8 @@ type statusDoc struct {
 	Tasks  []taskDoc `json:"tasks"`
 	// Outputs are the run's outputs as flow output --json prints them.
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	// Destroys is, for a run of flow destroy, the run it undoes.
+	Destroys uint64 `json:"destroys,omitempty"`
 	// Plugins are the plugin executables the run used.
 	Plugins []pluginDoc `json:"plugins,omitempty"`
 }

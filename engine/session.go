@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"io"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -29,7 +26,11 @@ type Session struct {
 // NewSession returns a session on the state file at path, which it opens (and a run
 // creates) only when a method needs it.
 func NewSession(path string, reg *tasks.Registry) *Session {
-	return &Session{path: path, file: absPath(path), reg: reg}
+	file := path
+	if !state.IsURL(path) {
+		file = absPath(path)
+	}
+	return &Session{path: state.Display(path), file: file, reg: reg}
 }
 
 // Path is the state file's path.
@@ -159,7 +160,9 @@ func (h *held) close() {
 // missing file is a *NoStateError and nothing is created.
 func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held, created *state.Run, err error) {
 	var opts state.Options
-	if _, err := os.Stat(s.file); errors.Is(err, fs.ErrNotExist) {
+	if exists, err := state.Exists(s.file); err != nil {
+		return nil, nil, err
+	} else if !exists {
 		if first == nil {
 			return nil, nil, &NoStateError{Path: s.path}
 		}
@@ -167,12 +170,22 @@ func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held,
 			return nil, nil, err
 		}
 	}
+	if log := req.logger(nil); log != nil {
+		opts.Waiting = func(err error, left time.Duration) {
+			if err != nil {
+				log.Warn("the state's database connection broke; waiting for it", "state", s.path, "for at most", left.Round(time.Second), "error", err)
+			} else {
+				log.Warn("the state's database is back; the run goes on", "state", s.path)
+			}
+		}
+	}
 	store, err := state.Open(s.file, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	h = &held{store: store}
-	if req.Observer != nil {
+	// A state in PostgreSQL is read by other terminals from the database itself.
+	if req.Observer != nil && !state.IsURL(s.file) {
 		h.release = req.Observer.Held(store.Path(), storeReader{store})
 	}
 	if opts.FirstRun != nil && opts.FirstRun.ID != 0 {

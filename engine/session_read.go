@@ -134,7 +134,7 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 // openRead opens the state file for reading: a *BusyError while a run holds it, a
 // *NoStateError when it does not exist.
 func (s *Session) openRead() (*state.Store, error) {
-	store, err := state.Open(s.path, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
+	store, err := state.Open(s.file, state.Options{ReadOnly: true, LockTimeout: 300 * time.Millisecond})
 	var locked *state.LockedError
 	switch {
 	case errors.As(err, &locked):
@@ -181,8 +181,11 @@ func (s *Session) Runs() ([]*RunRecord, error) {
 
 func readRuns(store *state.Store) ([]*RunRecord, error) {
 	runs, err := store.Runs()
-	for _, r := range runs {
-		r.Status = effectiveStatus(r)
+	live := store.WriterActive()
+	for i, r := range runs {
+		if !live || i != len(runs)-1 {
+			r.Status = effectiveStatus(r)
+		}
 	}
 	return runs, err
 }
@@ -207,6 +210,15 @@ func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord,
 	recs, err := store.Instances(run.ID)
 	if err != nil {
 		return nil, nil, err
+	}
+	// A writer of a PostgreSQL state may hold it while we read: its latest run is
+	// then really running (as far as it has committed).
+	if latest, _ := store.LatestRun(); latest != nil && latest.ID == run.ID && store.WriterActive() {
+		flat := make([]state.Instance, len(recs))
+		for i, r := range recs {
+			flat[i] = *r
+		}
+		return run, flat, nil
 	}
 	flat := make([]state.Instance, len(recs))
 	for i, r := range recs {

@@ -23,6 +23,12 @@ need openssl openssl   # the Karmada local lab makes its keys and webhook certif
 APT_NO_SERVICE_START=1 need docker-registry docker-registry
 # flow ui's browser tests (e2e/ui_test.go, cmd/flow/ui's benchmark) drive Debian's chromium headless.
 need chromium chromium
+# The state package's contract tests and the PostgreSQL e2e tests start throwaway clusters
+# of their own (internal/pgtest: initdb, pg_ctl, psql from Debian's /usr/lib/postgresql/*/bin),
+# so the package's cluster is not started on install.
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 ||
+  APT_NO_SERVICE_START=1 bash "$(dirname "$0")/apt-install.sh" postgresql ||
+  case "${CI:-}" in ''|0|[Ff][Aa][Ll][Ss][Ee]) ;; *) exit 1 ;; esac
 # The Python plugin (plugins/python) and its test run on Debian's gRPC for Python.
 /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null ||
   bash "$(dirname "$0")/apt-install.sh" python3-grpcio python3-protobuf ||

@@ -60,6 +60,9 @@ func (s *Store) commit(runID uint64, run *Run, instances []*Instance, logs map[s
 	// after it, so a first commit of 20,000 records in random order costs O(n²).
 	slices.SortFunc(records, keyed.compare)
 	slices.SortFunc(logged, keyed.compare)
+	if s != nil && s.pg != nil {
+		return s.pg.commit(runID, run, records, logged)
+	}
 
 	return s.update(func(tx *bolt.Tx) error {
 		key := itob(runID)

@@ -1,6 +1,7 @@
 // Package state is flow's checkpoint store: it keeps every run, the record of
 // every finished task instance and the output captured from it in one bbolt
-// file (by default .flow/NAME.db, named after the flow), so that `flow resume` can continue an
+// file (by default .flow/NAME.db, named after the flow), or in PostgreSQL when
+// the location is a postgres:// URL, so that `flow resume` can continue an
 // interrupted run.
 //
 // The package owns the on-disk format of that file, its locking and its
@@ -39,4 +40,16 @@
 // readers do not see a file that is being written. A writable Store records
 // its process id in the file's path plus ".pid" so that a process that finds
 // the file locked can name the holder in a *LockedError.
+//
+// # PostgreSQL
+//
+// Open of a postgres://USER@HOST:PORT/DB?state=NAME&schema=S URL gives a Store with the
+// same methods and the same records (each Run and Instance the same JSON document,
+// stored as bytea) in schema S (default "flow"), one row set per state NAME (default
+// "default"); pg_schema.go creates and migrates the schema. A writable Store holds a
+// session advisory lock keyed by schema and name on its one connection, and a fencing
+// epoch checked in every write's transaction (pg_lock.go); a broken connection is
+// reconnected within Options.RetryFor (pg_store.go). Readers take no lock. Migrate
+// copies a state between the two backends (migrate.go). The package does not own
+// the database, its roles or its server settings.
 package state

@@ -25,14 +25,21 @@ var ErrClosed = errors.New("state store is closed")
 // the lock as recorded in Path+".pid", or 0 when it is unknown (the holder
 // is a reader, the pid file is missing or names a process that no longer
 // exists).
+//
+// For a state in PostgreSQL, Holder names the writer holding it (host, pid, user,
+// start) and PID is the holder's.
 type LockedError struct {
-	Path string
-	PID  int
+	Path   string
+	PID    int
+	Holder *Holder `json:",omitempty"`
 }
 
 // Error describes the lock conflict, naming the file and, when known, the
 // holder's process id.
 func (e *LockedError) Error() string {
+	if e.Holder != nil {
+		return fmt.Sprintf("state %s is in use by %s", e.Path, e.Holder)
+	}
 	if e.PID > 0 {
 		return fmt.Sprintf("state file %q is in use by another flow process (pid %d)", e.Path, e.PID)
 	}

@@ -33,6 +33,9 @@ func newImage(first *Run) (image []byte, firstID uint64, err error) {
 		if err := meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {
 			return err
 		}
+		if err := meta.Put(keyLineage, []byte(newLineage())); err != nil {
+			return err
+		}
 		if _, err := tx.CreateBucket(bucketRuns); err != nil {
 			return err
 		}

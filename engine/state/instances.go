@@ -12,6 +12,13 @@ import (
 // (byte-wise), or an error wrapping ErrNotFound if there is no such run. A
 // run without instances yields an empty result and a nil error.
 func (s *Store) Instances(runID uint64) ([]*Instance, error) {
+	if s != nil && s.pg != nil {
+		out, err := s.pg.instances(runID)
+		if err != nil {
+			return nil, s.errorf(err, "read instances of run %d", runID)
+		}
+		return out, nil
+	}
 	var out []*Instance
 	err := s.view(func(tx *bolt.Tx) error {
 		b, err := runBucket(tx, runID, bucketInstances)
@@ -38,6 +45,13 @@ func (s *Store) Instances(runID uint64) ([]*Instance, error) {
 // (nil, nil) if none is stored. It returns an error wrapping ErrNotFound if
 // there is no such run.
 func (s *Store) Logs(runID uint64, address string) ([]byte, error) {
+	if s != nil && s.pg != nil {
+		out, err := s.pg.logs(runID, address)
+		if err != nil {
+			return nil, s.errorf(err, "read log of %q in run %d", address, runID)
+		}
+		return out, nil
+	}
 	var out []byte
 	err := s.view(func(tx *bolt.Tx) error {
 		b, err := runBucket(tx, runID, bucketLogs)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/flowdev/flow/internal/pgtest"
 )
 
 // Environment of the helper process: when childPathEnv is set, the test
@@ -30,10 +32,15 @@ type childResult struct {
 }
 
 func TestMain(m *testing.M) {
+	if loc := os.Getenv(childHoldEnv); loc != "" {
+		os.Exit(childHold(loc))
+	}
 	if path := os.Getenv(childPathEnv); path != "" {
 		os.Exit(childOpen(path, os.Getenv(childReadOnlyEnv) == "1"))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.Cleanup()
+	os.Exit(code)
 }
 
 func childOpen(path string, readOnly bool) int {

@@ -15,6 +15,14 @@ func (s *Store) CreateRun(r *Run) error {
 	if err := r.check(); err != nil {
 		return s.errorf(err, "create run")
 	}
+	if s != nil && s.pg != nil {
+		id, err := s.pg.createRun(r)
+		if err != nil {
+			return s.errorf(err, "create run")
+		}
+		r.ID = id
+		return nil
+	}
 	var id uint64
 	err := s.update(func(tx *bolt.Tx) (err error) {
 		id, err = createRun(tx, r)
@@ -65,7 +73,12 @@ func (s *Store) PutRun(r *Run) error {
 	if err := r.check(); err != nil {
 		return s.errorf(err, "put run")
 	}
-	err := s.update(func(tx *bolt.Tx) error { return putRun(tx, r) })
+	var err error
+	if s != nil && s.pg != nil {
+		err = s.pg.putRun(r)
+	} else {
+		err = s.update(func(tx *bolt.Tx) error { return putRun(tx, r) })
+	}
 	if err != nil {
 		return s.errorf(err, "put run %d", r.ID)
 	}
@@ -88,6 +101,13 @@ func putRun(tx *bolt.Tx, r *Run) error {
 
 // GetRun returns run id, or an error wrapping ErrNotFound if there is none.
 func (s *Store) GetRun(id uint64) (*Run, error) {
+	if s != nil && s.pg != nil {
+		r, err := s.pg.getRun(id)
+		if err != nil {
+			return nil, s.errorf(err, "get run %d", id)
+		}
+		return r, nil
+	}
 	var r *Run
 	err := s.view(func(tx *bolt.Tx) error {
 		var err error
@@ -116,6 +136,13 @@ func getRun(tx *bolt.Tx, id uint64) (*Run, error) {
 // LatestRun returns the run most recently created by CreateRun, or (nil, nil)
 // when the file holds no runs.
 func (s *Store) LatestRun() (*Run, error) {
+	if s != nil && s.pg != nil {
+		r, err := s.pg.latestRun()
+		if err != nil {
+			return nil, s.errorf(err, "get latest run")
+		}
+		return r, nil
+	}
 	var r *Run
 	err := s.view(func(tx *bolt.Tx) error {
 		key := tx.Bucket(bucketMeta).Get(keyLatest)
@@ -138,6 +165,13 @@ func (s *Store) LatestRun() (*Run, error) {
 // Runs returns every run, oldest (lowest id) first; none is an empty result
 // and a nil error.
 func (s *Store) Runs() ([]*Run, error) {
+	if s != nil && s.pg != nil {
+		runs, err := s.pg.runs()
+		if err != nil {
+			return nil, s.errorf(err, "list runs")
+		}
+		return runs, nil
+	}
 	var runs []*Run
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {

@@ -137,8 +137,10 @@ func TestDefaultPath(t *testing.T) {
 	}
 }
 
-func TestRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestRoundTrip(t *testing.T) { forEachBackend(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T, newLoc func() string) {
+	path := newLoc()
 	s := open(t, path)
 	if s.Path() != path {
 		t.Errorf("Path() = %q", s.Path())
@@ -295,8 +297,10 @@ func timeEq(a, b *time.Time) bool {
 	return a.Equal(*b)
 }
 
-func TestRunsOrdering(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestRunsOrdering(t *testing.T) { forEachBackend(t, testRunsOrdering) }
+
+func testRunsOrdering(t *testing.T, newLoc func() string) {
+	path := newLoc()
 	s := open(t, path)
 
 	if r, err := s.LatestRun(); r != nil || err != nil {
@@ -359,7 +363,7 @@ func TestRunsOrdering(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetRun(99) error = %v, want ErrNotFound", err)
 	}
-	if err != nil && !strings.Contains(err.Error(), path) {
+	if err != nil && !strings.Contains(err.Error(), shownAs(path)) {
 		t.Errorf("error %q does not name the file", err)
 	}
 	if err := s.PutRun(&Run{ID: 99}); !errors.Is(err, ErrNotFound) {
@@ -431,8 +435,10 @@ func TestNewFile(t *testing.T) {
 
 // TestFirstRun: a new file is created with Options.FirstRun as run 1 and latest; an
 // existing file leaves FirstRun alone for CreateRun; an invalid one creates nothing.
-func TestFirstRun(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestFirstRun(t *testing.T) { forEachBackend(t, testFirstRun) }
+
+func testFirstRun(t *testing.T, newLoc func() string) {
+	path := newLoc()
 	first := &Run{Flow: "/f.hcl", Status: Running, StartedAt: ts(1)}
 	s, err := Open(path, Options{FirstRun: first})
 	if err != nil {
@@ -463,12 +469,12 @@ func TestFirstRun(t *testing.T) {
 		t.Errorf("an existing file has %d runs after Open, want 1", len(runs))
 	}
 
-	bad := filepath.Join(t.TempDir(), "state.db")
+	bad := newLoc()
 	if _, err := Open(bad, Options{FirstRun: &Run{Vars: map[string]Value{"x": {}}}}); err == nil {
 		t.Error("Open with an invalid first run succeeded")
 	}
-	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("an invalid first run left a file: %v", err)
+	if ok, err := Exists(bad); ok || err != nil {
+		t.Errorf("an invalid first run left a state: %v, %v", ok, err)
 	}
 }
 
@@ -644,7 +650,7 @@ func TestFormatErrors(t *testing.T) {
 				if fe.Path != path || !strings.Contains(fe.Reason, tt.reason) {
 					t.Errorf("FormatError = %+v, want path %q and reason containing %q", fe, path, tt.reason)
 				}
-				if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "left untouched") {
+				if !strings.Contains(err.Error(), shownAs(path)) || !strings.Contains(err.Error(), "left untouched") {
 					t.Errorf("error message %q", err)
 				}
 				if after := snapshot(t, dir); after != before {
@@ -709,8 +715,10 @@ func setSchema(t *testing.T, path, version string) {
 	}
 }
 
-func TestCommitAtomicity(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestCommitAtomicity(t *testing.T) { forEachBackend(t, testCommitAtomicity) }
+
+func testCommitAtomicity(t *testing.T, newLoc func() string) {
+	path := newLoc()
 	s := open(t, path)
 	run := &Run{Flow: "f", Status: Running}
 	if err := s.CreateRun(run); err != nil {
@@ -752,7 +760,7 @@ func TestCommitAtomicity(t *testing.T) {
 			if err == nil {
 				t.Fatal("Commit succeeded")
 			}
-			if !strings.Contains(err.Error(), path) {
+			if !strings.Contains(err.Error(), shownAs(path)) {
 				t.Errorf("error %q does not name the file", err)
 			}
 			checkIntact(t, s, run.ID)
@@ -801,8 +809,10 @@ func checkIntact(t *testing.T, s *Store, id uint64) {
 	}
 }
 
-func TestLogs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestLogs(t *testing.T) { forEachBackend(t, testLogs) }
+
+func testLogs(t *testing.T, newLoc func() string) {
+	path := newLoc()
 	s := open(t, path)
 	r := &Run{}
 	if err := s.CreateRun(r); err != nil {
@@ -842,8 +852,10 @@ func TestLogs(t *testing.T) {
 	}
 }
 
-func TestConcurrentUse(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestConcurrentUse(t *testing.T) { forEachBackend(t, testConcurrentUse) }
+
+func testConcurrentUse(t *testing.T, newLoc func() string) {
+	path := newLoc()
 	s := open(t, path)
 	r := &Run{}
 	if err := s.CreateRun(r); err != nil {

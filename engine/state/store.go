@@ -44,6 +44,16 @@ type Options struct {
 	// CreateRun. An invalid FirstRun fails Open before anything is created. Ignored
 	// when ReadOnly.
 	FirstRun *Run
+
+	// RetryFor bounds how long a call on a PostgreSQL state waits for a broken
+	// connection to come back (the server restarting) before it fails; 0 means 60s.
+	// Files ignore it.
+	RetryFor time.Duration
+
+	// Waiting, if set, is told once per outage that a call on a PostgreSQL state
+	// lost its connection and waits up to the time left for it to come back, so that
+	// a long wait shows; and again with a nil error once it is back.
+	Waiting func(err error, left time.Duration)
 }
 
 // DefaultPath returns the state file to use when the user names none: the
@@ -68,6 +78,7 @@ type Store struct {
 	path     string
 	readOnly bool
 	db       *bolt.DB
+	pg       *pgStore // a state in PostgreSQL instead of db
 
 	closeOnce sync.Once
 	closeErr  error
@@ -101,6 +112,9 @@ type Store struct {
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open state file: empty path")
+	}
+	if IsURL(path) {
+		return openPG(path, opts)
 	}
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
@@ -142,7 +156,12 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	// Holding the exclusive lock, the pid file is ours to write.
 	_ = os.WriteFile(pidPath(path), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
-	return &Store{path: path, db: db}, nil
+	st := &Store{path: path, db: db}
+	if err := st.refuseMoved(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // wrapOpen names the file in err unless err already does.
@@ -155,7 +174,7 @@ func wrapOpen(path string, err error) error {
 	return fmt.Errorf("open state file %q: %w", path, err)
 }
 
-// Path returns the path the Store was opened with ("" for the zero Store).
+// Path returns the path (or URL) the Store was opened with ("" for the zero Store).
 func (s *Store) Path() string {
 	if s == nil {
 		return ""
@@ -168,6 +187,10 @@ func (s *Store) Path() string {
 // return ErrClosed. Close may be called more than once; later calls return
 // what the first returned.
 func (s *Store) Close() error {
+	if s != nil && s.pg != nil {
+		s.closeOnce.Do(func() { s.closeErr = s.pg.close() })
+		return s.closeErr
+	}
 	if s == nil || s.db == nil {
 		return nil
 	}
@@ -209,6 +232,13 @@ func closedErr(err error) error {
 
 // errorf wraps err with the store's file name and the operation.
 func (s *Store) errorf(err error, format string, args ...any) error {
+	if s.pg != nil {
+		var fe *FencedError
+		if errors.As(err, &fe) {
+			return err
+		}
+		return fmt.Errorf("state %s: %s: %w", s.pg.loc.display, fmt.Sprintf(format, args...), err)
+	}
 	return fmt.Errorf("state file %q: %s: %w", s.Path(), fmt.Sprintf(format, args...), err)
 }
 

@@ -106,7 +106,7 @@ with "flow resume" without redoing what succeeded.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file (default $FLOW_STATE, else .flow/NAME.db for a flow NAME.hcl or directory NAME)")
+	root.PersistentFlags().StringVar(&c.statePath, "state", "", "state file or postgres:// URL (default $FLOW_STATE, else .flow/NAME.db for a flow NAME.hcl or directory NAME)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if err := c.checkLogLevel(cmd); err != nil {
 			return err
@@ -123,6 +123,7 @@ with "flow resume" without redoing what succeeded.`,
 	})
 	root.AddCommand(c.runCmd(), c.resumeCmd(), c.statusCmd(), c.planCmd(), c.graphCmd(),
 		c.validateCmd(), c.fmtCmd(), c.runsCmd(), c.logsCmd(), c.outputCmd(), c.destroyCmd(), c.tasksCmd(), c.versionCmd(), c.pluginsCmd(), c.uiCmd())
+	root.AddCommand(c.stateCmd())
 	c.root = root
 	return c
 }

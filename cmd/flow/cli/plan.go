@@ -124,7 +124,7 @@ func (c *CLI) planDestroy(path string, v varFlags) error {
 		return c.planRefused(err)
 	}
 	if path != "" && absPath(path) != pv.Flow {
-		return failf(ExitInvalid, "the state file %s holds run %d of %s, not %s", c.state(), pv.Target.ID, displayPath(pv.Flow), path)
+		return failf(ExitInvalid, "the state file %s holds run %d of %s, not %s", engine.ShowState(c.state()), pv.Target.ID, displayPath(pv.Flow), path)
 	}
 	c.printDestroyPreview(pv)
 	return nil
@@ -132,7 +132,7 @@ func (c *CLI) planDestroy(path string, v varFlags) error {
 
 func (c *CLI) planRefused(err error) error {
 	if errors.As(err, new(*engine.BusyError)) {
-		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", c.state())
+		return failf(ExitInvalid, "%s is in use by a running flow; plan again when it ends", engine.ShowState(c.state()))
 	}
 	return c.refused(err)
 }

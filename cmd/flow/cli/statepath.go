@@ -21,7 +21,7 @@ var flowArgCommands = map[string]bool{"run": true, "plan": true}
 
 // stateCommands use a state file.
 var stateCommands = map[string]bool{"run": true, "plan": true, "resume": true, "destroy": true,
-	"status": true, "output": true, "runs": true, "logs": true, "ui": true}
+	"status": true, "output": true, "runs": true, "logs": true, "ui": true, "lock": true, "migrate": true}
 
 // resolveState picks the state file of cmd: --state, else $FLOW_STATE, else for a
 // command given a flow .flow/NAME.db (NAME the flow file's name without .hcl, or its

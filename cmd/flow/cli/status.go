@@ -157,7 +157,7 @@ func (c *CLI) liveFailed(err error) error {
 	if errors.Is(err, live.ErrAnswer) {
 		return failf(ExitInvalid, "%v", strings.TrimPrefix(err.Error(), live.ErrAnswer.Error()+": "))
 	}
-	return failf(ExitInvalid, "%s is in use by another flow process, which did not answer: %v", c.state(), err)
+	return failf(ExitInvalid, "%s is in use by another flow process, which did not answer: %v", engine.ShowState(c.state()), err)
 }
 
 // retryLive asks the running process a few times: it may be between locking the state

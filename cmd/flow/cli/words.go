@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/flowdev/flow/engine"
 )
 
 // count is n and noun, in the plural unless n is 1: "1 instance", "2 instances",
@@ -62,7 +64,7 @@ func (c *CLI) hintState(name string, args []string) string {
 	case c.resolved == "" || c.stateFrom == stateEnv:
 		return ""
 	case c.stateFrom == stateFlag:
-		return c.statePath
+		return engine.ShowState(c.statePath)
 	case flowArgCommands[name] && len(args) > 0:
 		if defaultState(args[0]) == c.resolved {
 			return ""
