@@ -91,8 +91,13 @@ func checkDoctor(t *testing.T, tag, root, configDir string) {
 	if strings.Contains(r.stdout, "member2: ok") || strings.Contains(r.stdout, "member1: ok") {
 		t.Errorf("the doctor called a broken member ok:\n%s", r.stdout)
 	}
-	if strings.Contains(r.stdout, "resume") {
-		t.Errorf("the doctor prescribes a resume, which finds nothing to do after a run that succeeded:\n%s", r.stdout)
+	// The doctor's own lines (its checks' and its verdict's, prefixed by their address)
+	// never prescribe a resume of the lab, which finds nothing to do after a run that
+	// succeeded; flow's summary after them names the doctor's own state, not the lab's.
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "[exec.") && strings.Contains(line, "resume") {
+			t.Errorf("the doctor prescribes a resume: %s", line)
+		}
 	}
 
 	// Mend with the doctor's own commands for the three causes; what followed from them
