@@ -60,7 +60,8 @@ func moduleRoot() (string, error) {
 	return root, nil
 }
 
-// binary builds ./cmd/flow once per test process; a failed build fails the test.
+// binary builds ./cmd/flow once per test process, and ./cmd/flow-plugin-host next to
+// it, where flow looks for its plugin host; a failed build fails the test.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
