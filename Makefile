@@ -10,6 +10,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/flow
+	$(GO) build -o bin/flow-plugin-host ./cmd/flow-plugin-host
 
 # Everything the tests need is installed and started by the project itself:
 # scripts/prereqs.sh checks (and on a fresh machine installs) the tools they use,

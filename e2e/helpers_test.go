@@ -60,7 +60,8 @@ func moduleRoot() (string, error) {
 	return root, nil
 }
 
-// binary builds ./cmd/flow once per test process; a failed build fails the test.
+// binary builds ./cmd/flow once per test process, and ./cmd/flow-plugin-host next to
+// it, where flow looks for its plugin host; a failed build fails the test.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -74,12 +75,16 @@ func binary(t *testing.T) string {
 			buildErr = fmt.Errorf("the go tool is needed to build flow: %w", err)
 			return
 		}
-		flowBin = filepath.Join(binDir, "flow")
-		cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", flowBin, "./cmd/flow")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/flow: %v\n%s", err, out)
+		// flow finds its plugin host next to its own executable.
+		for _, name := range []string{"flow", "flow-plugin-host"} {
+			cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", filepath.Join(binDir, name), "./cmd/"+name)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
+				return
+			}
 		}
+		flowBin = filepath.Join(binDir, "flow")
 	})
 	if buildErr != nil {
 		t.Fatalf("cannot build the flow binary: %v", buildErr)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flowdev/flow/cmd/flow/cli"
-	"github.com/flowdev/flow/plugin/host"
+	"github.com/flowdev/flow/plugin/bridge"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/exec"
 	"github.com/flowdev/flow/tasks/image"
@@ -38,9 +38,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	// Plugins a flow names are started on first use and ended here (a SIGKILLed flow
-	// takes them along by Pdeathsig).
-	plugins := host.NewLoader(nil)
+	// Plugins a flow names are started on first use, by the plugin host (a program of
+	// its own, so that flow does not link gRPC), and ended here (a SIGKILLed flow takes
+	// the host along by Pdeathsig, and the host its plugins).
+	plugins := bridge.NewLoader()
 	defer plugins.Close()
 	reg.SetPluginLoader(plugins)
 	return cli.New(reg, os.Stdout, os.Stderr).Execute(os.Args[1:])

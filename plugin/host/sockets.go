@@ -76,12 +76,28 @@ func sweepSockets() {
 	}
 }
 
-// alive reports whether process pid exists (signal 0 finds it or is refused).
+// alive reports whether process pid exists (signal 0 finds it or is refused) and is
+// not a zombie: a plugin host killed with its flow waits, a zombie, for the init
+// process to reap it, and that may take seconds.
 func alive(pid int) bool {
+	if zombie(pid) {
+		return false
+	}
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false
 	}
 	err = p.Signal(syscall.Signal(0))
 	return err == nil || strings.Contains(err.Error(), "operation not permitted")
+}
+
+// zombie reports whether /proc says pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses, the last ")" ends it.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
