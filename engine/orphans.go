@@ -49,18 +49,14 @@ func liveInstances(store *state.Store) (map[string]orphan, error) {
 	return live, nil
 }
 
-// madeRecords is, by address, the record of each instance the state holds: what
+// madeRecords is, by address, the record of each live instance (liveInstances): what
 // earlier runs made and no run undid.
-func madeRecords(store *state.Store) (map[string]*state.Instance, error) {
-	live, err := liveInstances(store)
-	if err != nil {
-		return nil, err
-	}
+func madeRecords(live map[string]orphan) map[string]*state.Instance {
 	made := make(map[string]*state.Instance, len(live))
 	for addr, o := range live {
 		made[addr] = o.rec
 	}
-	return made, nil
+	return made
 }
 
 // orphansOf is the live instances p does not have (all with p nil), latest in their
@@ -99,15 +95,11 @@ func setsInput(rec *state.Instance, name string) bool {
 	return err == nil && !v.IsNull()
 }
 
-// orphanPass undoes what the state holds and keepAddr does not keep, before a walk,
+// orphanPass undoes what live (liveInstances) holds and keepAddr does not keep, before a walk,
 // with a walk of its own (see orphanPlan) recorded in run. It returns how many it
 // undid and, when that walk did not succeed (failed or interrupted), its result,
 // which is run's.
-func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, keepAddr func(string) bool, scope *config.Scope, req *Request) (removed int, failed *Result, err error) {
-	live, err := liveInstances(store)
-	if err != nil {
-		return 0, nil, err
-	}
+func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state.Run, live map[string]orphan, keepAddr func(string) bool, scope *config.Scope, req *Request) (removed int, failed *Result, err error) {
 	var orphans []orphan
 	for _, o := range orphansOf(live, nil) {
 		if !keepAddr(o.rec.Address) {

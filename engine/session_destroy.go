@@ -57,7 +57,11 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		req.Observer.Started(start, d)
 	}
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
-	removed, failed, err := s.orphanPass(ctx, h.store, run, walked, l.Plan.Scope, &req)
+	live, err := liveInstances(h.store)
+	if err != nil {
+		return nil, err
+	}
+	removed, failed, err := s.orphanPass(ctx, h.store, run, live, walked, l.Plan.Scope, &req)
 	if err != nil || failed != nil {
 		return &Outcome{Run: run, Result: failed, Loaded: l, Walker: d, Err: err}, nil
 	}

@@ -139,10 +139,11 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	if whole {
 		finish = func(res *Result) *state.Run { return recordResult(run, res) }
 	}
-	made, err := madeRecords(h.store)
+	live, err := liveInstances(h.store) // read once: what earlier runs made, and what the flow dropped
 	if err != nil {
 		return nil, err
 	}
+	made := madeRecords(live)
 	runner := NewRunner(plan, Options{Made: made,
 		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
 		Store: h.store, Previous: previous, Replace: req.Replace, NoRefresh: req.NoRefresh, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
@@ -159,7 +160,7 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
 		var failed *Result
 		var err error
-		if removed, failed, err = s.orphanPass(ctx, h.store, run, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
+		if removed, failed, err = s.orphanPass(ctx, h.store, run, live, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
 			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil
 		}
 	}
