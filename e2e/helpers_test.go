@@ -235,7 +235,20 @@ func (p *proc) signaled() bool {
 // what failed come first: a long output may be cut in the middle where CI prints it.
 func (p *proc) describe() string {
 	out, errOut := p.stdout.String(), p.stderr.String()
-	return fmt.Sprintf("flow %s\n%s--- stdout ---\n%s--- stderr ---\n%s", strings.Join(p.args, " "), failureLines(out+errOut), out, errOut)
+	return fmt.Sprintf("flow %s\n%s--- stdout ---\n%s--- stderr ---\n%s", strings.Join(p.args, " "), failureLines(out+errOut), tail(out, 60), errOut)
+}
+
+// tail is out's last n lines, after a line that says how many were left out: a lab's
+// whole output would push what follows a failure (its component logs) out of CI's view.
+func tail(out string, n int) string {
+	lines := strings.SplitAfter(out, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) <= n {
+		return out
+	}
+	return fmt.Sprintf("[%d earlier lines left out]\n%s", len(lines)-n, strings.Join(lines[len(lines)-n:], ""))
 }
 
 // failureLines are the lines of out that report a failure, under a heading, or "" when

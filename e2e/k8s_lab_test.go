@@ -247,6 +247,12 @@ func checkK8sLabGone(t *testing.T, srv lxdclient.InstanceServer, configDir strin
 	}
 }
 
+// memberDiagnosis, run in a member, names its components that are down and those its
+// supervisor started again (flows/k8s-lab/member/up.sh), then the last lines of each log.
+const memberDiagnosis = `for f in /run/flow-member/*.pid; do n=$(basename "$f" .pid); kill -0 "$(cat "$f")" 2>/dev/null || echo "$n is not running"; done
+grep -h "exited (" /var/log/k8s/*.log | tail -n 5
+tail -n 3 /var/log/k8s/*.log`
+
 // logComponentLogsOnFailure logs, when t fails, the last lines of each Kubernetes
 // component's log in the members that still exist: a node that never registers, or a
 // component that exited, says why only there.
@@ -256,7 +262,7 @@ func logComponentLogsOnFailure(t *testing.T, members []string) {
 			return
 		}
 		for _, m := range members {
-			out, err := exec.Command("lxc", "exec", m, "--", "sh", "-c", "tail -n 5 /var/log/k8s/*.log").CombinedOutput()
+			out, err := exec.Command("lxc", "exec", m, "--", "sh", "-c", memberDiagnosis).CombinedOutput()
 			if err != nil {
 				t.Logf("%s: no component logs (%v)", m, err)
 				continue

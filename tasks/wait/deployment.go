@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -48,7 +49,28 @@ func (p *deploymentProbe) check(ctx context.Context) (bool, string, error) {
 		return false, errorState(err), nil
 	}
 	ready, state := deploymentState(d)
+	if !ready {
+		state += p.podsNotReady(ctx, d)
+	}
 	return ready, state, nil
+}
+
+// podsNotReady says which of the Deployment's pods are not ready and why, as
+// " (web-1: Pending, Unschedulable: ...)", so a rollout that never ends names its
+// cause; "" when all are ready or they cannot be listed (the state says enough then).
+func (p *deploymentProbe) podsNotReady(ctx context.Context, d *deployment) string {
+	if d.Spec.Selector == nil {
+		return ""
+	}
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return ""
+	}
+	_, notReady, err := listNotReady(ctx, p.client, p.namespace, selector.String())
+	if err != nil || len(notReady) == 0 {
+		return ""
+	}
+	return " (" + summarize(notReady) + ")"
 }
 
 // deploymentState judges a rollout as kubectl rollout status does, plus the

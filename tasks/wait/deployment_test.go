@@ -101,6 +101,17 @@ func testDeployment(t *testing.T, s *kubetest.Server) {
 		wantTimeout(t, kubeWait(s, WaitReady{Kind: "deployment", Namespace: "deploy", Name: "absent", WaitTimeout: shortWait}), "not found")
 	})
 
+	// A rollout that never ends names its pods that are not ready, and why.
+	t.Run("pods not ready", func(t *testing.T) {
+		check(t, createDeployment(ctx, c, "deploy", "stuck", rollout(1, 3, 2)))
+		check(t, createPod(ctx, c, "deploy", "stuck-0", "stuck", ""))
+		check(t, setPodStatus(ctx, c, "deploy", "stuck-0", corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+				Message: "0/1 nodes are available: 1 node(s) had untolerated taint."}}}))
+		wantTimeout(t, kubeWait(s, WaitReady{Kind: "deployment", Namespace: "deploy", Name: "stuck", WaitTimeout: shortWait}),
+			"2/3 available (stuck-0: Pending, Unschedulable: 0/1 nodes are available: 1 node(s) had untolerated taint.)")
+	})
+
 	t.Run("becomes available in namespace default", func(t *testing.T) {
 		check(t, createDeployment(ctx, c, "default", "web", rollout(1, 3, 1)))
 		w := kubeWait(s, WaitReady{Kind: "deployment", Name: "web"})

@@ -41,7 +41,8 @@ type node struct {
 type deployment struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		Replicas *int32 `json:"replicas,omitempty"`
+		Replicas *int32                `json:"replicas,omitempty"`
+		Selector *metav1.LabelSelector `json:"selector,omitempty"`
 	} `json:"spec"`
 	Status struct {
 		ObservedGeneration int64          `json:"observedGeneration,omitempty"`

@@ -61,9 +61,25 @@ func newPodsProbe(w *WaitReady) (probe, error) {
 }
 
 func (p *podsProbe) check(ctx context.Context) (bool, string, error) {
-	pods, err := listAs[pod](ctx, p.client.Resource(podResource).Namespace(p.namespace), metav1.ListOptions{LabelSelector: p.selector})
+	pods, notReady, err := listNotReady(ctx, p.client, p.namespace, p.selector)
 	if err != nil {
 		return false, errorState(err), nil
+	}
+	state := countState("pods", len(pods)-len(notReady), len(pods), p.min, notReady)
+	if len(notReady) > 0 || len(pods) < p.min {
+		return false, state, nil
+	}
+	p.ready = pods
+	return true, state, nil
+}
+
+// listNotReady lists the pods in namespace that match selector, sorted by name, and
+// says of each one that is not ready why not ("web-0: Pending, Unschedulable: ..."),
+// with its last event when its status gives no reason.
+func listNotReady(ctx context.Context, client dynamic.Interface, namespace, selector string) ([]pod, []string, error) {
+	pods, err := listAs[pod](ctx, client.Resource(podResource).Namespace(namespace), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, nil, err
 	}
 	slices.SortFunc(pods, func(a, b pod) int { return cmp.Compare(a.Name, b.Name) })
 	var notReady []string
@@ -77,7 +93,7 @@ func (p *podsProbe) check(ctx context.Context) (bool, string, error) {
 			why += ", " + reason
 		} else {
 			if events == nil {
-				events = p.lastEvents(ctx)
+				events = lastEvents(ctx, client, namespace)
 			}
 			if e := events[string(pods[i].UID)]; e != nil {
 				why += ", last event " + e.Reason + ": " + brief(e.Message)
@@ -85,12 +101,7 @@ func (p *podsProbe) check(ctx context.Context) (bool, string, error) {
 		}
 		notReady = append(notReady, pods[i].Name+": "+why)
 	}
-	state := countState("pods", len(pods)-len(notReady), len(pods), p.min, notReady)
-	if len(notReady) > 0 || len(pods) < p.min {
-		return false, state, nil
-	}
-	p.ready = pods
-	return true, state, nil
+	return pods, notReady, nil
 }
 
 // podNotReady says why a pod is not ready, or "" when it is. A pod being deleted
@@ -150,8 +161,8 @@ func podReason(p *pod) string {
 // lastEvents returns the latest event of each pod in the namespace, by pod UID.
 // Without events (or without the right to list them) the states simply name no
 // event: this is an explanation, never a reason to fail the check.
-func (p *podsProbe) lastEvents(ctx context.Context) map[string]*event {
-	events, err := listAs[event](ctx, p.client.Resource(eventResource).Namespace(p.namespace),
+func lastEvents(ctx context.Context, client dynamic.Interface, namespace string) map[string]*event {
+	events, err := listAs[event](ctx, client.Resource(eventResource).Namespace(namespace),
 		metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod"})
 	last := map[string]*event{}
 	if err != nil {

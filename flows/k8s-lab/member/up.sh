@@ -3,9 +3,11 @@
 # services: containerd (CRI, cgroupfs), etcd, kube-apiserver on 16443, the controller
 # manager, the scheduler, the kubelet and kube-proxy (iptables). Each starts once, with a
 # pid file; a second call starts only what is not running, so it is safe to repeat after a
-# kill, and init calls it at boot. Readiness is the flow's business (wait_ready), not ours:
-# every component retries the API server until it answers, but two that exit instead: the
-# controller manager is started again whenever it exits, and the kubelet waits for containerd.
+# kill, and init calls it at boot. Readiness is the flow's business (wait_ready), not ours.
+# Each is started again whenever it exits, as systemd does for MicroK8s: on a loaded machine
+# a component that gives up on a slow API server at its start (the controller manager does,
+# after 10 s) would otherwise leave the cluster half up for good; and the kubelet waits for
+# containerd.
 set -eu
 P=/var/lib/k8s/pki D=/var/lib/k8s R=/run/flow-member
 NODE_IP=10.1.0.1 SERVICE_CIDR=10.152.183.0/24 POD_CIDR=10.1.0.0/16 DNS_IP=10.152.183.10
@@ -25,9 +27,11 @@ start() { # start NAME COMMAND...: a detached process with a pid file, once
 }
 
 supervise() { # supervise NAME COMMAND...: as start, but COMMAND is started again whenever it
-  # exits, as systemd restarts MicroK8s's services
+  # exits, as systemd restarts MicroK8s's services; a TERM to the pid in the pid file stops
+  # COMMAND and its supervisor together
   n=$1; shift
-  start "$n" sh -c 'while :; do "$@"; echo "$0 exited ($?); starting it again in 2s"; sleep 2; done' "$n" "$@"
+  start "$n" sh -c 'trap "kill \$c 2>/dev/null; exit 143" TERM INT
+while :; do "$@" & c=$!; wait $c; echo "$0 exited ($?); starting it again in 2s"; sleep 2; done' "$n" "$@"
 }
 
 put() { # put FILE: writes stdin to FILE only when it differs, since kube-proxy exits when its
@@ -71,14 +75,14 @@ put /etc/cni/net.d/10-flow.conflist <<JSON
 }
 JSON
 [ -e /etc/resolv.conf ] || : >/etc/resolv.conf
-start containerd containerd
+supervise containerd containerd
 
-start etcd etcd --name "$name" --data-dir "$D/etcd" \
+supervise etcd etcd --name "$name" --data-dir "$D/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster "$name=http://127.0.0.1:2380"
 
-start kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=0.0.0.0 \
+supervise kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=0.0.0.0 \
   --secure-port=16443 --etcd-servers=http://127.0.0.1:2379 \
   --tls-cert-file=$P/apiserver.crt --tls-private-key-file=$P/apiserver.key --client-ca-file=$P/ca.crt \
   --token-auth-file=$P/tokens.csv --service-account-issuer=https://kubernetes.default.svc \
@@ -96,7 +100,7 @@ supervise kube-controller-manager kube-controller-manager --kubeconfig="$(kubeco
   --cluster-signing-cert-file=$P/ca.crt --cluster-signing-key-file=$P/ca.key \
   --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$POD_CIDR
 
-start kube-scheduler kube-scheduler --kubeconfig="$(kubeconfig kube-scheduler)" \
+supervise kube-scheduler kube-scheduler --kubeconfig="$(kubeconfig kube-scheduler)" \
   --leader-elect=false --bind-address=127.0.0.1
 
 put $D/kubelet.yaml <<YAML
@@ -134,7 +138,7 @@ until ctr --connect-timeout 1s version >/dev/null 2>&1; do
   fi
   sleep 0.5
 done
-start kubelet kubelet --config=$D/kubelet.yaml --kubeconfig="$(kubeconfig kubelet)" \
+supervise kubelet kubelet --config=$D/kubelet.yaml --kubeconfig="$(kubeconfig kubelet)" \
   --hostname-override="$name" --node-ip=$NODE_IP
 
 put $D/kube-proxy.yaml <<YAML
@@ -149,4 +153,4 @@ healthzBindAddress: 127.0.0.1:10256
 clientConnection: {kubeconfig: $(kubeconfig kube-proxy)}
 conntrack: {maxPerCore: 0}
 YAML
-start kube-proxy kube-proxy --config=$D/kube-proxy.yaml
+supervise kube-proxy kube-proxy --config=$D/kube-proxy.yaml
