@@ -230,6 +230,12 @@ func artifacts(t *testing.T) string {
 		if dir, err = os.MkdirTemp("", "flow-e2e-ui-"); err != nil {
 			t.Fatal(err)
 		}
+		// Kept only for a failure to be looked at; FLOW_E2E_ARTIFACTS keeps them always.
+		t.Cleanup(func() {
+			if !t.Failed() {
+				os.RemoveAll(dir)
+			}
+		})
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -55,12 +55,15 @@ type recorder struct {
 	probes map[string]probeAnswer
 	probed map[string]int
 	seen   map[string]string
+	// probing counts Probes in progress and probingMax the most at once.
+	probing, probingMax int
 }
 
 // probeAnswer is one address's answer to a refresh: drift text, or an error.
 type probeAnswer struct {
 	drift string
 	err   error
+	hold  time.Duration // the probe takes this long, or until its context ends
 }
 
 func newRecorder() *recorder {
@@ -76,6 +79,7 @@ func (r *recorder) reset() {
 	r.events, r.cur, r.max = nil, 0, 0
 	r.inputs, r.runs, r.commits, r.batches = map[string]string{}, map[string]int{}, map[string]int{}, nil
 	r.probed, r.seen = map[string]int{}, map[string]string{}
+	r.probing, r.probingMax = 0, 0
 }
 
 // answer sets what test_probe's Probe of addr returns from now on.
@@ -90,10 +94,18 @@ func (r *recorder) probe(addr string, recorded tasks.Outputs) probeAnswer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.probed[addr]++
+	r.probing++
+	r.probingMax = max(r.probingMax, r.probing)
 	if v, ok := recorded["value"]; ok && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
 		r.seen[addr] = v.AsString()
 	}
 	return r.probes[addr]
+}
+
+func (r *recorder) probeEnded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probing--
 }
 
 // probesOf is how many times addr was probed since the last reset, and the recorded
@@ -330,6 +342,12 @@ func (t *probeTask) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, err
 
 func (t *probeTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
 	a := t.rec.probe(env.Address, recorded)
+	defer t.rec.probeEnded()
+	select {
+	case <-time.After(a.hold):
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 	return a.drift, a.err
 }
 

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
@@ -97,14 +97,13 @@ type probeJob struct {
 	prev *state.Instance
 }
 
-// refreshParallelism bounds the probes a preview makes at once.
-const refreshParallelism = 10
-
-// refreshAll probes, in parallel, every instance whose success a preview of spec would
-// let stand, and returns a look that answers from what they found. A first pass finds
-// them: probing does not change what an instance's dependents read, so the instances
-// a drifted one's dependents are (run?) were all found by it.
-func refreshAll(p *Plan, spec previewSpec, req Request) func(*Instance, *evaluated, *state.Instance) string {
+// refreshAll probes every instance whose success a preview of spec would let stand,
+// at most req.Parallelism at once as a walk runs its tasks, and returns a look that
+// answers from what they found. A first pass finds them: probing does not change what
+// an instance's dependents read, so the instances a drifted one's dependents are
+// (run?) were all found by it. When ctx ends (Ctrl-C) no further probe starts, and
+// the error is ctx's.
+func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (func(*Instance, *evaluated, *state.Instance) string, error) {
 	var jobs []probeJob
 	spec.look = func(inst *Instance, ev *evaluated, prev *state.Instance) string {
 		if canProbe(ev.task) {
@@ -114,29 +113,33 @@ func refreshAll(p *Plan, spec previewSpec, req Request) func(*Instance, *evaluat
 	}
 	p.preview(spec)
 	found := make([]string, len(jobs))
-	slots := make(chan struct{}, refreshParallelism)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelism(req.Parallelism))
 	for i, j := range jobs {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			found[i] = drift(context.Background(), probeTask(j.inst, j.ev, j.prev), probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr), j.prev), j.prev)
-		}()
+		g.Go(func() error {
+			if gctx.Err() != nil { // interrupted while it waited for a slot
+				return nil
+			}
+			found[i] = drift(gctx, probeTask(j.inst, j.ev, j.prev), probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr), j.prev), j.prev)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	drifted := map[string]string{}
 	for i, j := range jobs {
 		drifted[j.inst.Addr] = found[i]
 	}
-	return func(inst *Instance, _ *evaluated, _ *state.Instance) string { return drifted[inst.Addr] }
+	return func(inst *Instance, _ *evaluated, _ *state.Instance) string { return drifted[inst.Addr] }, nil
 }
 
 // drifted refreshes every instance run (which succeeded) recorded and returns those
 // whose object changed since, or that refresh could not look at: what a resume, which
 // has nothing to do, tells the user a new run would repair. nil when the flow cannot
 // be read or refresh is off.
-func (s *Session) drifted(store *state.Store, run *state.Run, req Request) []Decision {
+func (s *Session) drifted(ctx context.Context, store *state.Store, run *state.Run, req Request) []Decision {
 	if req.NoRefresh {
 		return nil
 	}
@@ -153,7 +156,9 @@ func (s *Session) drifted(store *state.Store, run *state.Run, req Request) []Dec
 		return nil
 	}
 	spec := previewSpec{previous: recs, from: run.ID}
-	spec.look = refreshAll(l.Plan, spec, req)
+	if spec.look, err = refreshAll(ctx, l.Plan, spec, req); err != nil {
+		return nil
+	}
 	var out []Decision
 	for _, d := range l.Plan.preview(spec) {
 		if d.Action == ActionRun && (strings.HasPrefix(d.Reason, "drifted") || strings.HasPrefix(d.Reason, "refresh could not")) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/engine/state"
@@ -117,7 +118,7 @@ func TestRefreshInPlan(t *testing.T) {
 			}
 			h.rec.reset()
 			h.rec.answer("test_probe.a", tc.answer)
-			pv, err := s.Preview(engine.Request{Flow: flow, NoRefresh: tc.noRefresh})
+			pv, err := s.Preview(t.Context(), engine.Request{Flow: flow, NoRefresh: tc.noRefresh})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,4 +139,72 @@ func TestRefreshInPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefreshInPlanBounded: a plan's refresh probes obey --parallelism as a walk's tasks
+// do, and Ctrl-C (the context's end) stops them: no further probe starts and the plan
+// is refused with the context's error.
+func TestRefreshInPlanBounded(t *testing.T) {
+	const probes = `
+task "test_probe" "p" {
+  for_each = toset(["1", "2", "3", "4", "5", "6"])
+  value    = each.key
+}
+
+task "test_fail" "f" {
+  fail_times = 1
+}
+`
+	h := newHarness(t)
+	flow := filepath.Join(h.dir, "flow.hcl")
+	h.plan(probes) // writes flow.hcl
+	s := engine.NewSession(filepath.Join(h.dir, "session.db"), h.reg)
+	if out, err := s.Run(context.Background(), engine.Request{Flow: flow}); err != nil || out.Result.Status != state.Failed {
+		t.Fatalf("first run: %v %+v", err, out)
+	}
+	addrs := []string{`test_probe.p["1"]`, `test_probe.p["2"]`, `test_probe.p["3"]`, `test_probe.p["4"]`, `test_probe.p["5"]`, `test_probe.p["6"]`}
+	probed := func() (n int) {
+		for _, a := range addrs {
+			c, _ := h.rec.probesOf(a)
+			n += c
+		}
+		return n
+	}
+
+	t.Run("parallelism", func(t *testing.T) {
+		h.rec.reset()
+		for _, a := range addrs {
+			h.rec.answer(a, probeAnswer{hold: 20 * time.Millisecond})
+		}
+		if _, err := s.Preview(t.Context(), engine.Request{Flow: flow, Parallelism: 2}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.mu.Lock()
+		most := h.rec.probingMax
+		h.rec.mu.Unlock()
+		if n := probed(); n != len(addrs) || most > 2 {
+			t.Errorf("%d probes, at most %d at once; want %d, at most 2", n, most, len(addrs))
+		}
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		h.rec.reset()
+		for _, a := range addrs {
+			h.rec.answer(a, probeAnswer{hold: time.Hour})
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			for probed() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		_, err := s.Preview(ctx, engine.Request{Flow: flow, Parallelism: 2})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Preview after Ctrl-C: %v, want context.Canceled", err)
+		}
+		if n := probed(); n > 2 {
+			t.Errorf("%d probes started, want at most the 2 running when it was interrupted", n)
+		}
+	})
 }

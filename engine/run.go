@@ -96,11 +96,18 @@ type Runner struct {
 	captures map[string]*capture
 }
 
+// parallelism is how many task instances (or refresh probes) run at once for a
+// requested n: n, or 10 when n is 0 or less.
+func parallelism(n int) int {
+	if n <= 0 {
+		return 10
+	}
+	return n
+}
+
 // NewRunner prepares a run of p. It writes nothing until Run.
 func NewRunner(p *Plan, opts Options) *Runner {
-	if opts.Parallelism <= 0 {
-		opts.Parallelism = 10
-	}
+	opts.Parallelism = parallelism(opts.Parallelism)
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 10 * time.Second
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +32,7 @@ type Preview struct {
 // starting from its records), else a new run. It never creates the state file, and
 // refuses with a *BusyError while a running flow holds it and with an *OtherFlowError
 // as Run does.
-func (s *Session) Preview(req Request) (*Preview, error) {
+func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 	hist, err := s.historyOf(&req)
 	if err != nil {
 		return nil, err
@@ -46,7 +47,9 @@ func (s *Session) Preview(req Request) (*Preview, error) {
 		spec.from = from.ID
 	}
 	if !req.NoRefresh {
-		spec.look = refreshAll(plan, spec, req)
+		if spec.look, err = refreshAll(ctx, plan, spec, req); err != nil {
+			return nil, fmt.Errorf("refresh: %w", err)
+		}
 	}
 	pv := &Preview{From: from, Last: hist.last, Plan: plan, Decisions: plan.preview(spec)}
 	if hist.last != nil {

@@ -90,7 +90,7 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	case latest.Destroys != 0:
 		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
 	case latest.Status == state.Succeeded && !req.selective():
-		return nil, &NothingToDoError{Latest: latest, Op: "resume", Drifted: s.drifted(h.store, latest, req)}
+		return nil, &NothingToDoError{Latest: latest, Op: "resume", Drifted: s.drifted(ctx, h.store, latest, req)}
 	}
 	p, err := placeOf(latest, req.Flow)
 	if err != nil {

@@ -147,7 +147,7 @@ func TestDeepInputsRefused(t *testing.T) {
 		},
 	}
 	if name := os.Getenv(nestingChild); name != "" {
-		reportInChild(cases[name])
+		reportInChild(cases[name], filepath.Dir(dir))
 	}
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		got := inChild(t, "TestDeepInputsRefused", name)
@@ -165,8 +165,8 @@ func TestDeepInputsRefused(t *testing.T) {
 const nestingChild = "FLOW_TEST_NESTING_CHILD"
 
 // reportInChild runs one case in the child with a small stack limit, prints its
-// diagnostics as one line, and exits.
-func reportInChild(f func() hcl.Diagnostics) {
+// diagnostics as one line, removes tempRoot (the exit skips the test's cleanup) and exits.
+func reportInChild(f func() hcl.Diagnostics, tempRoot string) {
 	debug.SetMaxStack(64 << 20) // a parser that recurses without the guard dies fast
 	d := f()
 	var said []string
@@ -174,6 +174,7 @@ func reportInChild(f func() hcl.Diagnostics) {
 		said = append(said, e.Summary+": "+e.Detail)
 	}
 	fmt.Printf("\n%s %d error: %s\n", childMark, len(d.Errs()), strings.ReplaceAll(strings.Join(said, "; "), "\n", " "))
+	_ = os.RemoveAll(tempRoot)
 	os.Exit(0)
 }
 

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -76,7 +80,13 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved bool) e
 	req := c.request(v, nil, false)
 	req.Flow, req.Targets, req.Replace = path, sel.targetAddrs(), sel.replaceAddrs()
 	req.NoRefresh, req.KeepRemoved = !sel.refresh, keepRemoved
-	pv, err := engine.NewSession(c.state(), c.reg).Preview(req)
+	// Ctrl-C stops the refresh probes; nothing is written, so nothing is lost.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pv, err := engine.NewSession(c.state(), c.reg).Preview(ctx, req)
+	if errors.Is(err, context.Canceled) {
+		return reported(ExitInterrupted, errors.New("interrupted"))
+	}
 	if err != nil {
 		return c.planRefused(err)
 	}
