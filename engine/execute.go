@@ -61,12 +61,10 @@ type coordinator struct {
 	// held, in plan order, outside the ready queue, holding no slot.
 	runningOf map[*config.Task]int
 	held      map[*config.Task]*readyQueue
-	// blocked, in a destroy, marks the instances not destroyed: what they depend on stays.
-	blocked  map[string]bool
-	backoff  map[string]*time.Timer
-	ready    readyQueue
-	running  int
-	inflight int // submitted records whose durability someone waits for
+	backoff   map[string]*time.Timer
+	ready     readyQueue
+	running   int
+	inflight  int // submitted records whose durability someone waits for
 
 	stopping     bool
 	interrupted  bool
@@ -75,13 +73,14 @@ type coordinator struct {
 	upToDate     int
 }
 
-// Run walks the plan. A run: ready instances start in plan order up to the parallelism
-// bound, each success is durable before its dependents start, a failure skips its
-// dependents, and cancelling ctx interrupts running tasks. A destroy (Options.Undo):
-// each instance the undone run started is undone once everything that depends on it
-// has had its turn (independent ones at once, up to the bound, latest in plan order
-// first); an instance that could not be destroyed keeps what it depends on, and
-// cancelling ctx interrupts running undos and keeps everything not yet undone. Each
+// Run walks the plan in its shape. A run: ready instances start in plan order up to the
+// parallelism bound, each success is durable before its dependents start, a failure
+// skips its dependents, and cancelling ctx interrupts running tasks. A destroy (a plan
+// from Plan.Destroy): each instance the undone run started is undone once everything
+// that depends on it has had its turn (independent ones at once, up to the bound,
+// latest in plan order first); an instance that could not be destroyed keeps what it
+// depends on, and cancelling ctx interrupts running undos and keeps everything not yet
+// undone. Each
 // result is checkpointed, so an interrupted walk continues where it stopped. The error
 // is non-nil only when checkpoints could not be written (then nothing new starts);
 // task failures are in the Result.
@@ -91,15 +90,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	n := len(r.plan.Order) // sized once: growing maps of 20,000 entries rehashes them
 	c := &coordinator{Runner: r, tasksCtx: tasksCtx,
 		events: make(chan any, 2*r.opts.Parallelism+16), waiting: make(map[string]int, n),
-		values: map[string]cty.Value{}, final: make(map[string]bool, n), started: map[string]time.Time{},
+		final: make(map[string]bool, n), started: map[string]time.Time{},
 		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
-		backoff: map[string]*time.Timer{}, blocked: map[string]bool{}}
-	if r.opts.Undo != nil && !r.plan.orphans { // orphans are decoded from their records alone
-		c.values = r.plan.recordedValues(r.opts.Undo)
-	}
+		backoff: map[string]*time.Timer{}}
+	c.values = r.shape.op.values(r.plan)
 	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
 	c.recordPending()
-	for _, addr := range r.order {
+	for _, addr := range r.shape.order {
 		c.waiting[addr] = r.waitsFor(addr)
 		if c.waiting[addr] == 0 {
 			c.push(r.plan.Instances[addr], 1)
@@ -122,8 +119,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		select {
 		case <-done:
 			done = nil
-			// A destroy goes on to its end: what is left is settled as interrupted or kept.
-			c.interrupted, c.stopping = true, r.opts.Undo == nil
+			c.interrupted, c.stopping = true, r.shape.op.stopsOnInterrupt()
 			cancelTasks() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
 			c.abandonBackoffs(state.Interrupted)
 		case ev := <-c.events:
@@ -141,7 +137,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 // recordPending records the instances new to this run as pending (with the next
 // commit), so `flow status` lists the whole plan from the start.
 func (c *coordinator) recordPending() {
-	for _, addr := range c.order {
+	for _, addr := range c.shape.order {
 		if _, resumed := c.opts.Previous[addr]; !resumed {
 			c.commit.submit(c.records[addr], nil, false)
 		}
@@ -175,13 +171,11 @@ func (c *coordinator) push(inst *Instance, attempt int) {
 	heap.Push(&c.ready, queued{inst, attempt, c.rank(inst)})
 }
 
-// start runs an attempt of inst on a worker, unless a destroy settles it at once.
+// start runs an attempt of inst on a worker, unless its operation settles it at once.
 func (c *coordinator) start(inst *Instance, attempt int) {
-	if c.opts.Undo != nil {
-		if res := c.settle(inst); res != nil {
-			c.finishUndo(res)
-			return
-		}
+	if res := c.shape.op.settle(c, inst); res != nil {
+		c.shape.op.finish(c, res)
+		return
 	}
 	c.running++
 	c.runningOf[inst.Task]++
@@ -192,11 +186,7 @@ func (c *coordinator) start(inst *Instance, attempt int) {
 	if inst.orphan == nil {
 		ectx, diags = c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
 	}
-	if c.opts.Undo != nil {
-		go func() { c.events <- c.undo(c.tasksCtx, inst, ectx, diags) }()
-		return
-	}
-	go func() { c.events <- c.attempt(c.tasksCtx, inst, attempt, ectx, diags) }()
+	go func() { c.events <- c.shape.op.perform(c.tasksCtx, c, inst, attempt, ectx, diags) }()
 }
 
 func (c *coordinator) handle(ev any) {
@@ -206,7 +196,7 @@ func (c *coordinator) handle(ev any) {
 		c.unbound(ev.inst.Task)
 		delete(c.started, ev.inst.Addr)
 		delete(c.reportAt, ev.inst.Addr)
-		c.finishAttempt(ev)
+		c.shape.op.finish(c, ev)
 	case committed:
 		c.inflight -= len(ev.addrs)
 		if ev.err != nil {
@@ -244,10 +234,6 @@ func (c *coordinator) keepValue(addr string, v cty.Value) {
 }
 
 func (c *coordinator) finishAttempt(res *attemptResult) {
-	if c.opts.Undo != nil {
-		c.finishUndo(res)
-		return
-	}
 	addr := res.inst.Addr
 	elapsed := round(res.finished.Sub(res.began))
 	switch res.kind {
@@ -444,29 +430,15 @@ func (c *coordinator) finish() (*Result, error) {
 	return res, errors.Join(err)
 }
 
-// result is the walk's outcome from the records as they stand; finish commits them.
-// A run failed unless every instance succeeded; a destroy failed if an undo failed,
-// and leaving an instance as it is fails nothing.
+// result is the walk's outcome from the records as they stand, judged by its
+// operation; finish commits them.
 func (c *coordinator) result() *Result {
 	res := &Result{Status: state.Succeeded, FirstFailure: c.firstFailure, UpToDate: c.upToDate}
-	undo := c.opts.Undo != nil
 	for _, rec := range c.Snapshot() {
 		cp := rec
 		res.Records = append(res.Records, &cp)
-		failed := rec.Status != state.Succeeded && (!undo || rec.Status == state.Failed)
-		if failed && res.Status != state.Failed {
-			res.Status = state.Failed
-		}
-		if undo && rec.Status == state.Interrupted && res.Status == state.Succeeded {
-			res.Status = state.Interrupted
-		}
 	}
-	if c.interrupted && !undo {
-		res.Status = state.Interrupted
-	}
-	if !undo {
-		res.Outputs = c.plan.evalOutputs(c.values)
-	}
+	c.shape.op.judge(c, res)
 	return res
 }
 

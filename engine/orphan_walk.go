@@ -66,8 +66,8 @@ func orphanKeep(kind *tasks.Type, o *orphan) string {
 	return ""
 }
 
-// orphanUndoMap is what Options.Undo holds for a walk of orphanPlan: each orphan's record.
-func orphanUndoMap(orphans []orphan) map[string]*state.Instance {
+// orphanRecords is what orphanPlan's destroy undoes: each orphan's record.
+func orphanRecords(orphans []orphan) map[string]*state.Instance {
 	m := make(map[string]*state.Instance, len(orphans))
 	for _, o := range orphans {
 		m[o.rec.Address] = o.rec

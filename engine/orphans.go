@@ -113,7 +113,7 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	if undone := s.toUndo(orphans); len(undone) > 0 {
 		(&console{out: req.Out}).line(fmt.Sprintf("No longer in the flow, so undone first: %s.", orphanList(undone)))
 	}
-	w := NewRunner(orphanPlan(orphans, s.reg, scope), Options{Undo: orphanUndoMap(orphans), RunID: run.ID,
+	w := NewRunner(orphanPlan(orphans, s.reg, scope).Destroy(orphanRecords(orphans)), Options{RunID: run.ID,
 		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
 		Logger: req.logger(scope.Redact), Moved: req.Move})
 	res, err := w.Run(ctx)

@@ -53,6 +53,8 @@ type Plan struct {
 	Graph     *dag.Graph[string]
 	root      *moduleInstance
 	orphans   bool // a plan of orphans (orphanPlan), walked only to undo them
+	// walk is the shape a walk of this plan takes when it is not a run (Plan.Destroy).
+	walk *walkShape
 	// cyclic is set when a value reads itself through module inputs and outputs.
 	cyclic bool
 }

@@ -22,12 +22,9 @@ type Options struct {
 	RunID    uint64
 	Store    Checkpointer
 	// Previous holds the records of the run being resumed, by address; nil for a new run.
-	// For a destroy, the destroy run's records from an earlier attempt: an instance
-	// recorded as succeeded there is already undone.
+	// For a destroy (a plan from Plan.Destroy), the destroy run's records from an
+	// earlier attempt: an instance recorded as succeeded there is already undone.
 	Previous map[string]*state.Instance
-	// Undo, when set, makes the walk a destroy of the run whose records these are:
-	// each instance that run started is undone, in reverse dependency order (see Run).
-	Undo map[string]*state.Instance
 	// Made holds, by address, the records of what earlier runs made and no run undid
 	// (the state's live instances): an instance whose object changed is undone from
 	// its record before it runs (see objectChanged).
@@ -77,19 +74,14 @@ type Result struct {
 	Removed int
 }
 
-// Runner walks a plan once: runs it, or with Options.Undo undoes what a run of it
-// created. Run may be called once; Snapshot, Log and LastLine may be called from other
-// goroutines while it runs.
+// Runner walks a plan once, in the shape the plan gives: a plan runs, a plan from
+// Plan.Destroy undoes what a run of it created. Run may be called once; Snapshot, Log
+// and LastLine may be called from other goroutines while it runs.
 type Runner struct {
 	plan    *Plan
 	opts    Options
 	console *console
-	// order is the instances walked, in plan order: every one for a run, those the
-	// undone run started for a destroy.
-	order []string
-	// waits and frees are a destroy's reverse graph (see reverseEdges); nil for a run.
-	waits map[string]int
-	frees map[string][]string
+	shape   *walkShape
 
 	mu       sync.Mutex // guards records and captures, the live view
 	records  map[string]*state.Instance
@@ -120,63 +112,21 @@ func NewRunner(p *Plan, opts Options) *Runner {
 	if opts.Dir == "" {
 		opts.Dir, _ = os.Getwd()
 	}
-	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, order: p.Order,
+	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, shape: p.shape(),
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}
-	if opts.Undo != nil {
-		r.order = undone(p, opts.Undo)
-		r.waits, r.frees = reverseEdges(p, r.order)
-	}
-	for _, addr := range r.order {
-		rec := &state.Instance{Address: addr, Type: p.Instances[addr].Task.Type, Status: state.Pending}
-		if prev, ok := opts.Previous[addr]; ok && (opts.Undo == nil || prev.Status == state.Succeeded) {
-			cp := *prev
-			rec = &cp
-		}
-		rec.Order = p.Instances[addr].order
-		if opts.Undo == nil { // what it waits for in this run, so the run's graph can be drawn (flow ui)
-			rec.Deps, rec.DepsKnown = p.Instances[addr].Deps, true
-		}
-		if p.orphans {
-			rec.Removed, rec.Order = true, -1
-		}
-		r.records[addr] = rec
+	for _, addr := range r.shape.order {
+		r.records[addr] = r.shape.op.initial(p.Instances[addr], opts.Previous[addr])
 		r.captures[addr] = &capture{}
 	}
 	return r
-}
-
-// waitsFor is how many instances addr waits for in the walk.
-func (r *Runner) waitsFor(addr string) int {
-	if r.waits != nil {
-		return r.waits[addr]
-	}
-	return len(r.plan.Instances[addr].Deps)
-}
-
-// next is the instances that wait for addr in the walk: its dependents in a run, what
-// it depends on in a destroy.
-func (r *Runner) next(addr string) []string {
-	if r.frees != nil {
-		return r.frees[addr]
-	}
-	return r.plan.Dependents(addr)
-}
-
-// rank orders ready instances: a run starts them in plan order, a destroy latest in
-// plan order first (one at a time, that is reverse plan order).
-func (r *Runner) rank(inst *Instance) int {
-	if r.opts.Undo != nil {
-		return -inst.order
-	}
-	return inst.order
 }
 
 // Snapshot returns copies of every instance record, in plan order.
 func (r *Runner) Snapshot() []state.Instance {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]state.Instance, 0, len(r.order))
-	for _, addr := range r.order {
+	out := make([]state.Instance, 0, len(r.shape.order))
+	for _, addr := range r.shape.order {
 		out = append(out, *r.records[addr])
 	}
 	return out

@@ -49,10 +49,10 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 		return run
 	}
-	d := NewRunner(l.Plan, Options{Undo: j.created, Previous: j.done, RunID: run.ID, Store: h.store,
+	d := NewRunner(l.Plan.Destroy(j.created), Options{Previous: j.done, RunID: run.ID, Store: h.store,
 		Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
 		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish})
-	start.Instances = len(d.order)
+	start.Instances = len(d.shape.order)
 	if req.Observer != nil {
 		req.Observer.Started(start, d)
 	}

@@ -16,12 +16,76 @@ import (
 )
 
 // A destroy is a walk of the reverse graph by the same coordinator as a run (see
-// Runner.Run): what this file holds is the operation, what a destroy does with each
-// instance. An instance is left alone when its type cannot be undone (or, with
+// Runner.Run): what this file holds is that graph (Plan.Destroy) and the operation,
+// what a destroy does with each instance (undoOp). An instance is left alone when its type cannot be undone (or, with
 // Type.UndoAttr, the instance does not set that attribute), is retained, or when
 // something that depends on it could not be destroyed; otherwise it is decoded from
 // its inputs as the undone run evaluated them (the plan's variables and its
 // dependencies' recorded outputs) and its type's Destroy is called.
+
+// Destroy returns the reversed plan a destroy of the run whose records created are
+// walks: each instance that run started is undone once everything that depends on it
+// has had its turn, latest in plan order first. p itself is unchanged.
+func (p *Plan) Destroy(created map[string]*state.Instance) *Plan {
+	d := *p
+	order := undone(p, created)
+	waits, frees := reverseEdges(p, order)
+	d.walk = &walkShape{order: order, waits: waits, frees: frees, latestFirst: true,
+		op: &undoOp{created: created, orphans: p.orphans, blocked: map[string]bool{}}}
+	return &d
+}
+
+// undoOp undoes each instance from its record. Its state is the coordinator's: it is
+// used by the walk's goroutine alone, but for perform's reads of created.
+type undoOp struct {
+	created map[string]*state.Instance // the undone run's records
+	orphans bool                       // instances no longer in the flow, decoded from their records alone
+	blocked map[string]bool            // the instances not destroyed: what they depend on stays
+}
+
+var _ operation = (*undoOp)(nil)
+
+// initial takes over an earlier attempt's record only where it undid the instance.
+func (u *undoOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
+	rec := &state.Instance{Address: inst.Addr, Type: inst.Task.Type, Status: state.Pending}
+	if prev != nil && prev.Status == state.Succeeded {
+		cp := *prev
+		rec = &cp
+	}
+	rec.Order = inst.order
+	if u.orphans {
+		rec.Removed, rec.Order = true, -1
+	}
+	return rec
+}
+
+func (u *undoOp) values(p *Plan) map[string]cty.Value {
+	if u.orphans {
+		return map[string]cty.Value{}
+	}
+	return p.recordedValues(u.created)
+}
+
+func (u *undoOp) perform(ctx context.Context, c *coordinator, inst *Instance, _ int, ectx *hcl.EvalContext, diags hcl.Diagnostics) *attemptResult {
+	return c.undo(ctx, inst, ectx, diags, u.created[inst.Addr])
+}
+
+// A destroy goes on to its end when interrupted: what is left is settled as
+// interrupted or kept.
+func (u *undoOp) stopsOnInterrupt() bool { return false }
+
+// judge: a destroy failed if an undo failed, and was interrupted if one was; leaving
+// an instance as it is fails nothing. It has no outputs.
+func (u *undoOp) judge(_ *coordinator, res *Result) {
+	for _, rec := range res.Records {
+		switch {
+		case rec.Status == state.Failed:
+			res.Status = state.Failed
+		case rec.Status == state.Interrupted && res.Status == state.Succeeded:
+			res.Status = state.Interrupted
+		}
+	}
+}
 
 // undone lists, in plan order, the instances the run whose records are created started.
 func undone(p *Plan, created map[string]*state.Instance) []string {
@@ -95,7 +159,7 @@ func (p *Plan) recordedValues(created map[string]*state.Instance) map[string]cty
 
 // settle decides, without a worker, what a destroy does with inst when it need not or
 // cannot undo it; nil when inst is to be undone.
-func (c *coordinator) settle(inst *Instance) *attemptResult {
+func (u *undoOp) settle(c *coordinator, inst *Instance) *attemptResult {
 	addr := inst.Addr
 	now := time.Now()
 	res := &attemptResult{inst: inst, attempt: 1, began: now, finished: now, kind: outcomeKept}
@@ -106,8 +170,8 @@ func (c *coordinator) settle(inst *Instance) *attemptResult {
 	case done:
 		res.kind, res.reason = outcomeUpToDate, "already destroyed"
 		return res
-	case c.blocker(addr) != "":
-		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", c.blocker(addr)), true
+	case u.blocker(c, addr) != "":
+		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", u.blocker(c, addr)), true
 	case inst.orphan != nil && orphanKeep(inst.Task.Kind, inst.orphan) != "":
 		res.reason = orphanKeep(inst.Task.Kind, inst.orphan)
 	case inst.orphan == nil && keepReason(inst) != "":
@@ -151,9 +215,9 @@ func setsAttr(inst *Instance, name string) bool {
 }
 
 // blocker is a dependent of addr that was not destroyed, or "".
-func (c *coordinator) blocker(addr string) string {
+func (u *undoOp) blocker(c *coordinator, addr string) string {
 	for _, dep := range c.plan.Dependents(addr) {
-		if c.blocked[dep] {
+		if u.blocked[dep] {
 			return dep
 		}
 	}
@@ -161,7 +225,7 @@ func (c *coordinator) blocker(addr string) string {
 }
 
 // undo decodes inst and calls its Destroy; a panic becomes its error.
-func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
+func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance) (res *attemptResult) {
 	res = &attemptResult{inst: inst, attempt: 1, began: time.Now()}
 	rec := c.update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
@@ -176,7 +240,6 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 				c.opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
 			}
 		}()
-		created := c.opts.Undo[inst.Addr]
 		task, err := c.destroyTask(inst, ectx, ediags, created)
 		if err != nil {
 			return err
@@ -253,10 +316,10 @@ func (c *coordinator) objectDir(addr string, rec *state.Instance) string {
 	return c.opts.Dir
 }
 
-// finishUndo records how a destroy ended with one instance. Whatever the outcome, what
+// finish records how a destroy ended with one instance. Whatever the outcome, what
 // the instance depends on gets its turn once the record is durable; a failure or an
 // interruption keeps it.
-func (c *coordinator) finishUndo(res *attemptResult) {
+func (u *undoOp) finish(c *coordinator, res *attemptResult) {
 	addr := res.inst.Addr
 	elapsed := round(res.finished.Sub(res.began))
 	c.final[addr] = true
@@ -291,7 +354,7 @@ func (c *coordinator) finishUndo(res *attemptResult) {
 	if res.kind == outcomeFailed && c.firstFailure == "" {
 		c.firstFailure = addr
 	}
-	c.blocked[addr] = res.blocks || res.kind == outcomeFailed || res.kind == outcomeInterrupted
+	u.blocked[addr] = res.blocks || res.kind == outcomeFailed || res.kind == outcomeInterrupted
 	if line != "" {
 		c.say("%s", line)
 	}
