@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,13 +13,7 @@ import (
 )
 
 // pluginRecords are the plugins flow loaded, as a run records them.
-func pluginRecords(f *config.Flow) []state.Plugin {
-	var out []state.Plugin
-	for _, p := range f.Plugins {
-		out = append(out, state.Plugin{Name: p.Name, Path: p.Path, Sha256: p.Sha256, Types: p.Types})
-	}
-	return out
-}
+func pluginRecords(f *config.Flow) []state.Plugin { return slices.Clone(f.Plugins) }
 
 // pluginChanges compares the plugins run recorded with those l loaded: a plugin whose
 // executable moved or whose sha256 changed is a warning naming the instances that

@@ -1,3 +1,8 @@
+// Package plugin and its subpackages are the machinery of task plugins: the protocol,
+// the host that runs plugins and the SDK they are written with. The plugins themselves,
+// bundled and examples (the http plugin, the Python SDK and a plugin written on it),
+// live in plugins/, beside it.
+//
 // Package plugin owns flow's side of what the task plugin protocol shares with
 // plugins: the versions flow starts, and how cty values and types and flow's task
 // types (tasks.Type) cross the boundary. The protocol itself (its version, the

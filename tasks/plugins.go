@@ -8,13 +8,14 @@ type PluginSpec struct {
 }
 
 // PluginUse is a plugin a flow loaded: the executable found and its sha256, which a
-// run records so a resume can say that the plugin changed.
+// run records (as engine/state's Plugin, this type) so a resume can say that the
+// plugin changed.
 type PluginUse struct {
 	Name   string `json:"name"`
 	Path   string `json:"path"`
 	Sha256 string `json:"sha256"`
 	// Types are the task types it serves.
-	Types []string `json:"types"`
+	Types []string `json:"types,omitempty"`
 }
 
 // PluginLoader starts the plugin a spec names and returns the task types it serves.

@@ -4,7 +4,9 @@
 // values. Every mistake is an hcl.Diagnostic on the narrowest range; all are collected.
 //
 // It does not own expanding for_each into instances, the dependency graph, or running
-// anything: the engine does those from a Flow.
+// tasks: the engine does those from a Flow. It does start plugins: a plugin block is
+// loaded through the registry's tasks.PluginLoader, which starts the plugin to learn
+// the types it serves (Flow.Plugins records what was started).
 package config
 
 import (

@@ -1,6 +1,6 @@
 # images.hcl — every container image the k8s lab runs, built here from what this machine
 # has (nothing can be pulled from the internet): the Kubernetes and Karmada binaries built
-# from the Go module proxy by the tasks of bins.hcl, our own pause (cmd/lab-pause), CoreDNS,
+# from the Go module proxy by the tasks of bins.hcl, our own pause (flows/k8s-lab/pause), CoreDNS,
 # and Debian packages installed into root file systems by scripts/debian-rootfs.sh
 # (mmdebstrap). Each image is pushed to the stand-in upstream registry under its real
 # repository path and tag, then image_mirror preloads all of them into the lab registry
@@ -98,11 +98,11 @@ task "exec" "image_rootfs" {
 }
 
 task "exec" "image_pause" {
-  description = "Our pause (cmd/lab-pause), static."
+  description = "Our pause (flows/k8s-lab/pause), static."
   script      = <<-EOT
     set -e
     mkdir -p .lab/images
-    CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .lab/images/pause ./cmd/lab-pause
+    CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .lab/images/pause ./flows/k8s-lab/pause
     echo "$PWD/.lab/images/pause"
   EOT
   dir         = local.root

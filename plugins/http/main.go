@@ -5,6 +5,9 @@
 // Build it next to a flow and name it in a plugin block (docs/plugins.md):
 //
 //	plugin "http" { source = "./flow-plugin-http" }
+//
+// plugins/ holds plugins, bundled and examples; the protocol, host and SDK they are
+// served through are plugin/'s.
 package main
 
 import pluginserver "github.com/flowdev/flow/plugin/server"

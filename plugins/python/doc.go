@@ -9,4 +9,7 @@
 // A plugin imports flow_plugin from the directory beside it, or after
 // `pip install ./plugins/python` (pyproject.toml). The Go tests here run both through
 // flow's host side and go-plugin's protocol, as flow does.
+//
+// plugins/ holds plugins, bundled and examples; the protocol, host and Go SDK they are
+// served through are plugin/'s.
 package python
