@@ -71,7 +71,7 @@ type Request struct {
 	Logger func(redact func(string) string) hclog.Logger
 	// Warn receives the flow's warnings (diagnostics that are not errors).
 	Warn func(*config.Flow, hcl.Diagnostics)
-	// Observer, if set, is told when the state file is held and when the walk starts.
+	// Observer, if set, is told when the walk starts.
 	Observer Observer
 	// Confirm, if set, is asked by Destroy, with what it would do, before it undoes
 	// anything; false declines (see Session.Destroy). It is not asked when nothing
@@ -82,13 +82,8 @@ type Request struct {
 // selective reports whether the request acts on what an earlier run left.
 func (r *Request) selective() bool { return len(r.Targets) > 0 || len(r.Replace) > 0 }
 
-// Observer follows a Run, Resume or Destroy: the live view and the answers to other
-// terminals' status and logs.
+// Observer follows a Run, Resume or Destroy: the live view.
 type Observer interface {
-	// Held is called once the state file is locked for the session, with a Reader
-	// of it (safe for concurrent use while the walk writes); release is called when
-	// the session lets go of it, and the Reader must not be used after.
-	Held(path string, r Reader) (release func())
 	// Started is called just before the walk begins; w answers from then on.
 	Started(s Start, w Progress)
 }
@@ -139,11 +134,24 @@ type Outcome struct {
 	Err error
 }
 
-// held is the state file open for writing, with the observer's release.
+// held is the state file open for writing, with what the session serves of it to
+// other processes (see session_live.go) and how it stops.
 type held struct {
 	store   *state.Store
 	latest  *state.Run
+	live    *liveSource
 	release func()
+}
+
+// started tells what follows the walk that it begins: the answers to other processes
+// and the request's observer.
+func (h *held) started(req *Request, s Start, w Progress) {
+	if h.live != nil {
+		h.live.started(s.Run, w)
+	}
+	if req.Observer != nil {
+		req.Observer.Started(s, w)
+	}
 }
 
 func (h *held) close() {
@@ -184,10 +192,7 @@ func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held,
 		return nil, nil, err
 	}
 	h = &held{store: store}
-	// A state in PostgreSQL is read by other terminals from the database itself.
-	if req.Observer != nil && !state.IsURL(s.file) {
-		h.release = req.Observer.Held(store.Path(), storeReader{store})
-	}
+	s.serve(h, req)
 	if opts.FirstRun != nil && opts.FirstRun.ID != 0 {
 		created = opts.FirstRun
 	}

@@ -53,9 +53,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
 		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish})
 	start.Instances = len(d.shape.order)
-	if req.Observer != nil {
-		req.Observer.Started(start, d)
-	}
+	h.started(&req, start, d)
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
 	live, err := liveInstances(h.store)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/live"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -148,45 +149,23 @@ func (s *Session) openRead() (*state.Store, error) {
 	return store, err
 }
 
-// Reader reads the records of a state file: what Session's Runs, Status and Log
-// read. A walk hands its observer one over the file it holds (Observer.Held), so
-// other terminals can read the state while the walk keeps it locked.
-type Reader interface {
-	// Runs returns every run recorded, oldest first.
-	Runs() ([]*RunRecord, error)
-	// Status returns run runID (the latest with 0) and its instance records.
-	Status(runID uint64) (*RunRecord, []InstanceRecord, error)
-	// Log returns what addr wrote in run runID (the latest with 0).
-	Log(runID uint64, addr string) ([]byte, error)
-}
-
-// storeReader is a Reader over an open store. Every run it reads as running is shown
-// as interrupted (see effectiveStatus): the holder of the store knows which one is
-// its own and really running.
-type storeReader struct{ store *state.Store }
-
-func (r storeReader) Runs() ([]*RunRecord, error) { return readRuns(r.store) }
-func (r storeReader) Status(id uint64) (*RunRecord, []InstanceRecord, error) {
-	return readStatus(r.store, id)
-}
-func (r storeReader) Log(id uint64, addr string) ([]byte, error) { return readLog(r.store, id, addr) }
-
 // Runs returns every run recorded, oldest first; a run whose process is gone without
-// finishing shows as interrupted.
+// finishing shows as interrupted. While a flow process holds the file, it answers.
 func (s *Session) Runs() ([]*RunRecord, error) {
-	store, err := s.openRead()
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	return readRuns(store)
+	var runs []*RunRecord
+	err := s.read(func() error { runs = nil; return live.Runs(s.file, &runs) },
+		func(store *state.Store) (err error) { runs, err = readRuns(store, 0); return err })
+	return runs, err
 }
 
-func readRuns(store *state.Store) ([]*RunRecord, error) {
+// readRuns reads every run of store; one that shows as running is interrupted (its
+// process is gone: the file could be opened) unless it is own, the run of the process
+// that reads, or the latest of a PostgreSQL state a writer holds.
+func readRuns(store *state.Store, own uint64) ([]*RunRecord, error) {
 	runs, err := store.Runs()
 	live := store.WriterActive()
 	for i, r := range runs {
-		if !live || i != len(runs)-1 {
+		if r.ID != own && (!live || i != len(runs)-1) {
 			r.Status = effectiveStatus(r)
 		}
 	}
@@ -195,14 +174,21 @@ func readRuns(store *state.Store) ([]*RunRecord, error) {
 
 // Status returns run runID (the latest with 0) and its instance records. A run whose
 // process is gone without finishing shows as interrupted, and so do the instances it
-// left running. A state file with no run yet is a *NoRunsError.
+// left running. A state file with no run yet is a *NoRunsError. While a flow process
+// holds the file, it answers: its own run is then running, with the records it has so
+// far (none before its walk starts).
 func (s *Session) Status(runID uint64) (*RunRecord, []InstanceRecord, error) {
-	store, err := s.openRead()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer store.Close()
-	return readStatus(store, runID)
+	var run *RunRecord
+	var recs []InstanceRecord
+	err := s.read(func() error {
+		var st liveStatus
+		if err := s.askStatus(runID, &st); err != nil {
+			return err
+		}
+		run, recs = st.Run, st.Instances
+		return nil
+	}, func(store *state.Store) (err error) { run, recs, err = readStatus(store, runID); return err })
+	return run, recs, err
 }
 
 func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord, error) {
@@ -237,14 +223,13 @@ func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord,
 	return run, flat, nil
 }
 
-// Log returns what addr wrote in run runID (the latest with 0).
+// Log returns what addr wrote in run runID (the latest with 0). While a flow process
+// holds the file, it answers: for its own run, what it captured so far.
 func (s *Session) Log(runID uint64, addr string) ([]byte, error) {
-	store, err := s.openRead()
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	return readLog(store, runID, addr)
+	var out []byte
+	err := s.read(func() (err error) { out, err = live.Log(s.file, runID, addr); return err },
+		func(store *state.Store) (err error) { out, err = readLog(store, runID, addr); return err })
+	return out, err
 }
 
 func readLog(store *state.Store, runID uint64, addr string) ([]byte, error) {

@@ -150,9 +150,7 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 		Live: req.Live, Finish: finish,
 	})
 	start.Instances = len(plan.Order)
-	if req.Observer != nil {
-		req.Observer.Started(start, runner)
-	}
+	h.started(req, start, runner)
 	removed := 0
 	if req.KeepRemoved {
 		s.sayKept(h.store, l.Plan, req)

@@ -4,8 +4,9 @@
 // on a Linux abstract unix socket named after the state file's absolute path.
 //
 // It owns the socket, its name and the requests (a run's status, the runs, an
-// instance's log, and for flow ui a run's records); it does not own what the documents contain (the CLI renders them)
-// or where the values come from.
+// instance's log, and for flow ui a run's records); it does not own what the documents
+// contain or where the values come from: the engine's session serves them while it
+// holds a state file, and asks for them before it reads one (engine/session_live.go).
 package live
 
 import (

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/live"
 )
 
 func (c *CLI) logsCmd() *cobra.Command {
@@ -48,13 +46,6 @@ var unquotedKey = regexp.MustCompile(`\[[^"\]]+\]`)
 func (c *CLI) readLog(addr string, runID uint64) ([]byte, error) {
 	addr = normalizeAddress(addr)
 	out, err := engine.NewSession(c.state(), c.reg).Log(runID, addr)
-	if errors.As(err, new(*engine.BusyError)) {
-		err := retryLive(func() (err error) { out, err = live.Log(c.state(), runID, addr); return err })
-		if err != nil {
-			return nil, c.keyMissing(addr, runID, c.liveFailed(err))
-		}
-		return out, nil
-	}
 	if err != nil {
 		return nil, c.keyMissing(addr, runID, c.refused(err))
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/live"
 )
 
 func (c *CLI) runsCmd() *cobra.Command {
@@ -20,13 +18,6 @@ func (c *CLI) runsCmd() *cobra.Command {
 		Args:    exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := engine.NewSession(c.state(), c.reg).Runs()
-			if errors.As(err, new(*engine.BusyError)) {
-				// A walk holds the file: its process reads it for us.
-				runs = nil
-				if err = retryLive(func() error { return live.Runs(c.state(), &runs) }); err != nil {
-					return c.liveFailed(err)
-				}
-			}
 			if err != nil {
 				return c.refused(err)
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/live"
 )
 
 // request is what every walk's request holds: the variables, where events go, and how
@@ -22,29 +21,16 @@ func (c *CLI) request(v varFlags, out io.Writer, live bool) engine.Request {
 		Warn:   c.printDiags}
 }
 
-// observer follows a walk for the CLI: it serves other terminals' status and logs
-// while the state file is held, and prints and draws the walk as it starts.
+// observer follows a walk for the CLI: it prints and draws the walk as it starts.
 type observer struct {
 	cli         *CLI
 	view        *liveView
-	src         liveSource
 	parallelism int
 	began       time.Time
 }
 
-func (o *observer) Held(path string, r engine.Reader) func() {
-	o.src.hold(r)
-	stop, err := live.Serve(path, &o.src)
-	if err != nil {
-		o.cli.logger(nil).Warn("flow status from another terminal will not work", "error", err)
-		return nil
-	}
-	return stop
-}
-
 func (o *observer) Started(s engine.Start, w engine.Progress) {
 	o.cli.printStart(s, o.parallelism)
-	o.src.start(s.Run, w)
 	o.began = time.Now()
 	o.view.start(w)
 }

@@ -2,20 +2,16 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/live"
 )
 
 // statusDoc is the `flow status --json` contract.
@@ -68,111 +64,6 @@ func newStatusDoc(run *engine.RunRecord, status string, recs []engine.InstanceRe
 	return doc
 }
 
-// liveSource answers `flow status`, `flow output`, `flow runs` and `flow logs` from
-// other terminals while a walk holds the state file: the run in progress from the walk
-// itself, as it goes, and every other run from the state file the walk holds (the
-// same reads those commands make of a file no one holds). It serves from the moment
-// the state file is locked; until the walk starts the latest run is one with no
-// tasks yet.
-type liveSource struct {
-	mu     sync.Mutex
-	reader engine.Reader
-	run    *engine.RunRecord
-	runner engine.Progress
-}
-
-func (s *liveSource) hold(r engine.Reader) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reader = r
-}
-
-func (s *liveSource) start(run *engine.RunRecord, runner engine.Progress) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.run, s.runner = run, runner
-}
-
-func (s *liveSource) state() (engine.Reader, *engine.RunRecord, engine.Progress) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reader, s.run, s.runner
-}
-
-// current reports whether runID (0: the latest) is the walk's own run, once it
-// started, or the latest before it did.
-func current(runID uint64, run *engine.RunRecord) bool {
-	return runID == 0 || run != nil && runID == run.ID
-}
-
-func (s *liveSource) Status(runID uint64) (any, error) {
-	reader, run, runner := s.state()
-	switch {
-	case current(runID, run) && runner == nil:
-		return statusDoc{Status: string(engine.Running), Tasks: []taskDoc{}, Outputs: map[string]outputDoc{}}, nil
-	case current(runID, run):
-		return newStatusDoc(run, string(engine.Running), runner.Snapshot()), nil
-	}
-	rec, recs, err := reader.Status(runID)
-	if err != nil {
-		return nil, err
-	}
-	return newStatusDoc(rec, string(rec.Status), recs), nil
-}
-
-func (s *liveSource) Runs() (any, error) {
-	reader, run, _ := s.state()
-	runs, err := reader.Runs()
-	if err != nil {
-		return nil, err
-	}
-	listed := make([]*engine.RunRecord, len(runs))
-	for i, r := range runs {
-		// What flow runs lists, and no more: not the recorded variables and outputs.
-		listed[i] = &engine.RunRecord{ID: r.ID, Flow: r.Flow, Status: r.Status, StartedAt: r.StartedAt,
-			FinishedAt: r.FinishedAt, Resumes: r.Resumes, Destroys: r.Destroys}
-		if run != nil && r.ID == run.ID {
-			listed[i].Status = engine.Running // the reader cannot know it is this process's
-		}
-	}
-	return listed, nil
-}
-
-func (s *liveSource) Log(runID uint64, addr string) ([]byte, error) {
-	reader, run, runner := s.state()
-	if !current(runID, run) {
-		return reader.Log(runID, addr)
-	}
-	if runner != nil {
-		if out, ok := runner.Log(addr); ok {
-			return out, nil
-		}
-	}
-	return nil, fmt.Errorf("the run in progress has no task instance %s", addr)
-}
-
-// liveFailed is the error of a question the process holding the state file answered
-// with an error, or did not answer.
-func (c *CLI) liveFailed(err error) error {
-	if errors.Is(err, live.ErrAnswer) {
-		return failf(ExitInvalid, "%v", strings.TrimPrefix(err.Error(), live.ErrAnswer.Error()+": "))
-	}
-	return failf(ExitInvalid, "%s is in use by another flow process, which did not answer: %v", engine.ShowState(c.state()), err)
-}
-
-// retryLive asks the running process a few times: it may be between locking the state
-// file and answering, or just finishing.
-func retryLive(ask func() error) error {
-	var err error
-	for i := 0; i < 10; i++ {
-		if err = ask(); !errors.Is(err, live.ErrNotServing) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return err
-}
-
 func (c *CLI) statusCmd() *cobra.Command {
 	var asJSON bool
 	var runID uint64
@@ -206,16 +97,9 @@ is in progress: the running flow process answers then.`,
 // loadStatus reads run runID (0: the latest) from the state file or, while a walk
 // holds it, from the walk's process.
 func (c *CLI) loadStatus(runID uint64) (statusDoc, error) {
-	var doc statusDoc
 	run, recs, err := engine.NewSession(c.state(), c.reg).Status(runID)
-	if errors.As(err, new(*engine.BusyError)) {
-		if err := retryLive(func() error { return live.Status(c.state(), runID, &doc) }); err != nil {
-			return doc, c.liveFailed(err)
-		}
-		return doc, nil
-	}
 	if err != nil {
-		return doc, c.refused(err)
+		return statusDoc{}, c.refused(err)
 	}
 	return newStatusDoc(run, string(run.Status), recs), nil
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/flowdev/flow/cmd/flow/ui"
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/live"
 )
 
 func (c *CLI) uiCmd() *cobra.Command {
@@ -54,15 +53,14 @@ never sent (output is redacted as in logs, and no task inputs or outputs are sho
 	return cmd
 }
 
-// uiSource reads for flow ui: the state file, or while a walk holds it, the walk's
-// process (as flow status does). What it read from the file is kept until the file
-// changes, so an open page costs a stat while nothing runs.
+// uiSource reads for flow ui through the session: the state file, or while a walk
+// holds it, the walk's process (as flow status does). What it read of finished runs is
+// kept until the file changes, so an open page costs a stat while nothing runs.
 type uiSource struct {
 	path string
 	sess *engine.Session
 
 	mu    sync.Mutex
-	busy  bool // the last read found the file held: ask the process first
 	stamp fileStamp
 	cache map[uint64]*ui.Detail
 	runs  []ui.Run // read at stamp, nil when not yet
@@ -77,31 +75,7 @@ func newUISource(path string, sess *engine.Session) *uiSource {
 	return &uiSource{path: path, sess: sess, cache: map[uint64]*ui.Detail{}}
 }
 
-// read runs fromFile, or while a walk holds the file fromProcess.
-func (s *uiSource) read(fromFile, fromProcess func() error) error {
-	s.mu.Lock()
-	busy := s.busy
-	s.mu.Unlock()
-	if busy {
-		err := fromProcess()
-		if !errors.Is(err, live.ErrNotServing) {
-			return err
-		}
-	}
-	err := fromFile()
-	if errors.As(err, new(*engine.BusyError)) {
-		err = retryLive(fromProcess)
-		busy = true
-	} else {
-		busy = false
-	}
-	s.mu.Lock()
-	s.busy = busy
-	s.mu.Unlock()
-	return err
-}
-
-// cached is run id's detail read from the file, while the file is unchanged.
+// cached is run id's detail read while the file is as it is now.
 func (s *uiSource) cached(id uint64) (*ui.Detail, fileStamp) {
 	st, err := os.Stat(s.path)
 	if err != nil {
@@ -116,7 +90,7 @@ func (s *uiSource) cached(id uint64) (*ui.Detail, fileStamp) {
 	return s.cache[id], now
 }
 
-// cachedRuns is the list of runs read from the file, while the file is unchanged.
+// cachedRuns is the list of runs read while the file is as it is now.
 func (s *uiSource) cachedRuns() ([]ui.Run, fileStamp) {
 	_, now := s.cached(0)
 	s.mu.Lock()
@@ -124,108 +98,64 @@ func (s *uiSource) cachedRuns() ([]ui.Run, fileStamp) {
 	return s.runs, now
 }
 
-func (s *uiSource) keep(id uint64, d *ui.Detail, at fileStamp) {
+// keep keeps what was read at stamp at, unless it shows a run in progress, which
+// changes without the file changing.
+func (s *uiSource) keep(at fileStamp, live bool, f func()) {
+	if live {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if at == s.stamp {
-		s.cache[id] = d
+		f()
 	}
 }
 
-// Runs reads the file only when it changed: each read takes the file's shared lock
-// for a moment, and a flow run starting just then would find the file in use.
+// Runs reads the runs only when the file changed, or while one is in progress.
 func (s *uiSource) Runs() ([]ui.Run, error) {
-	var out []ui.Run
-	convert := func(runs []*engine.RunRecord) {
-		out = make([]ui.Run, len(runs))
-		for i, r := range runs {
-			out[i] = uiRun(r, r.Status)
-		}
+	hit, at := s.cachedRuns()
+	if hit != nil {
+		return hit, nil
 	}
-	err := s.read(func() error {
-		hit, at := s.cachedRuns()
-		if hit != nil {
-			out = hit
-			return nil
-		}
-		runs, err := s.sess.Runs()
-		if err != nil {
-			return err
-		}
-		convert(runs)
-		s.mu.Lock()
-		if at == s.stamp {
-			s.runs = out
-		}
-		s.mu.Unlock()
-		return nil
-	}, func() error {
-		var runs []*engine.RunRecord
-		if err := live.Runs(s.path, &runs); err != nil {
-			return err
-		}
-		convert(runs)
-		return nil
-	})
-	return out, uiError(err)
-}
-
-func (s *uiSource) Detail(id uint64) (*ui.Detail, error) {
-	var d *ui.Detail
-	err := s.read(func() error {
-		hit, at := s.cached(id)
-		if hit != nil {
-			d = hit
-			return nil
-		}
-		run, recs, err := s.sess.Status(id)
-		if err != nil {
-			return err
-		}
-		d = uiDetail(run, run.Status, recs, false)
-		s.keep(id, d, at)
-		return nil
-	}, func() error { d = &ui.Detail{}; return live.Records(s.path, id, d) })
+	runs, err := s.sess.Runs()
 	if err != nil {
 		return nil, uiError(err)
 	}
+	out := make([]ui.Run, len(runs))
+	live := false
+	for i, r := range runs {
+		out[i] = uiRun(r, r.Status)
+		live = live || r.Status == engine.Running
+	}
+	s.keep(at, live, func() { s.runs = out })
+	return out, nil
+}
+
+func (s *uiSource) Detail(id uint64) (*ui.Detail, error) {
+	hit, at := s.cached(id)
+	if hit != nil {
+		return hit, nil
+	}
+	run, recs, err := s.sess.Status(id)
+	if err != nil {
+		return nil, uiError(err)
+	}
+	d := uiDetail(run, run.Status, recs, run.Status == engine.Running)
+	s.keep(at, d.Live, func() { s.cache[id] = d })
 	return d, nil
 }
 
 func (s *uiSource) Log(id uint64, addr string) ([]byte, error) {
-	var out []byte
-	err := s.read(func() (err error) { out, err = s.sess.Log(id, addr); return err },
-		func() (err error) { out, err = live.Log(s.path, id, addr); return err })
+	out, err := s.sess.Log(id, addr)
 	return out, uiError(err)
 }
 
 // uiError says what the page shows instead of a run.
 func uiError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, new(*engine.NoStateError)), errors.As(err, new(*engine.NoRunsError)):
+	if errors.As(err, new(*engine.NoStateError)) || errors.As(err, new(*engine.NoRunsError)) {
 		return fmt.Errorf("%w; the page shows a run as soon as one starts", err)
-	case errors.Is(err, live.ErrAnswer):
-		return errors.New(err.Error()[len(live.ErrAnswer.Error())+2:])
 	}
 	return err
-}
-
-// Records answers flow ui from another process while the walk holds the state file.
-func (s *liveSource) Records(runID uint64) (any, error) {
-	reader, run, runner := s.state()
-	switch {
-	case current(runID, run) && runner == nil:
-		return &ui.Detail{Run: ui.Run{Kind: "run", Status: string(engine.Running)}, Instances: []ui.Instance{}, Live: true}, nil
-	case current(runID, run):
-		return uiDetail(run, engine.Running, runner.Snapshot(), true), nil
-	}
-	rec, recs, err := reader.Status(runID)
-	if err != nil {
-		return nil, err
-	}
-	return uiDetail(rec, rec.Status, recs, false), nil
 }
 
 func uiRun(r *engine.RunRecord, status engine.Status) ui.Run {
