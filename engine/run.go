@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -110,9 +109,7 @@ func NewRunner(p *Plan, opts Options) *Runner {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
-	if opts.Dir == "" {
-		opts.Dir, _ = os.Getwd()
-	}
+	opts.Dir = workDir(opts.Dir)
 	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, order: p.Order,
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}
 	if opts.Undo != nil {
