@@ -80,6 +80,10 @@ func (p *FilePull) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 
 // run pulls the source file, or walks the source tree and pulls every entry.
 func (p *FilePull) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	cp.Destination = env.InDir(p.Destination)
+	p = &cp // its local paths taken from env's directory
 	src := path.Clean(p.Source)
 	fail := func(err error) error {
 		if ctx.Err() != nil {

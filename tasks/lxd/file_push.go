@@ -97,6 +97,10 @@ func (p *FilePush) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 // run scans the source, makes sure the parent directory exists and writes
 // every entry that does not match yet.
 func (p *FilePush) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	cp.Source = env.InDir(p.Source)
+	p = &cp // its local paths taken from env's directory
 	dest := path.Clean(p.Destination)
 	fail := func(err error) error {
 		if ctx.Err() != nil {
