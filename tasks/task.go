@@ -80,6 +80,15 @@ func (env *Env) InDir(path string) string {
 	return filepath.Join(env.Dir, path)
 }
 
+// InDirAll returns paths, each resolved as InDir does.
+func (env *Env) InDirAll(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = env.InDir(p)
+	}
+	return out
+}
+
 // WorkDir returns dir, a task's working directory attribute, resolved as InDir does;
 // unset, env's directory. A command a task starts runs there.
 func (env *Env) WorkDir(dir string) string {
