@@ -23,8 +23,15 @@ type Loaded struct {
 // later phase finds on a range an earlier one already reported is the same mistake
 // seen again and left out. Loaded is nil when one is an error, and Flow (for printing
 // sources) is returned whenever the files parsed.
+// Its tasks act in the process's working directory (see LoadIn).
 func Load(path string, reg *tasks.Registry, vars config.VarInputs) (*Loaded, *config.Flow, hcl.Diagnostics) {
-	flow, values, plan, diags := check(path, reg, vars)
+	return LoadIn(path, "", reg, vars)
+}
+
+// LoadIn is Load for a flow whose tasks act in dir, a run's directory ("" means the
+// process's working directory): see config.LoadIn.
+func LoadIn(path, dir string, reg *tasks.Registry, vars config.VarInputs) (*Loaded, *config.Flow, hcl.Diagnostics) {
+	flow, values, plan, diags := check(path, dir, reg, vars)
 	if diags.HasErrors() {
 		return nil, flow, diags
 	}
@@ -35,12 +42,12 @@ func Load(path string, reg *tasks.Registry, vars config.VarInputs) (*Loaded, *co
 // plan (nil only when the files did not parse) whatever the errors: a plan with
 // errors is for looking at a flow that does not load, never for running it.
 func Check(path string, reg *tasks.Registry, vars config.VarInputs) (*config.Flow, *Plan, hcl.Diagnostics) {
-	flow, _, plan, diags := check(path, reg, vars)
+	flow, _, plan, diags := check(path, "", reg, vars)
 	return flow, plan, diags
 }
 
-func check(path string, reg *tasks.Registry, vars config.VarInputs) (*config.Flow, map[string]cty.Value, *Plan, hcl.Diagnostics) {
-	flow, diags := config.Load(path, reg)
+func check(path, dir string, reg *tasks.Registry, vars config.VarInputs) (*config.Flow, map[string]cty.Value, *Plan, hcl.Diagnostics) {
+	flow, diags := config.LoadIn(path, dir, reg)
 	if flow == nil || !flow.Decoded {
 		return flow, nil, nil, diags
 	}

@@ -115,7 +115,7 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	}
 	w := NewRunner(orphanPlan(orphans, s.reg, scope).Destroy(orphanRecords(orphans)), Options{RunID: run.ID,
 		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
-		Logger: req.logger(scope.Redact), Moved: req.Move})
+		Logger: req.logger(scope.Redact), Moved: req.Move, Dir: run.Dir})
 	res, err := w.Run(ctx)
 	if err != nil {
 		return 0, nil, err

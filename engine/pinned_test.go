@@ -176,7 +176,7 @@ func (l *pluginHost) Load(spec tasks.PluginSpec) (tasks.PluginUse, []tasks.Type,
 // sum.
 func TestPluginRecordedAndChangeWarned_FakesThePluginHost(t *testing.T) {
 	h := newHarness(t)
-	t.Chdir(h.dir) // a resume enters the run's working directory
+	t.Chdir(h.dir) // the run records the directory it starts in
 	host := &pluginHost{rec: h.rec, sum: strings.Repeat("a", 64)}
 	h.reg.SetPluginLoader(host)
 	h.plan(`

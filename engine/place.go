@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -38,19 +37,14 @@ func placeOf(run *state.Run, moved string) (place, error) {
 	return p, nil
 }
 
-// enter makes p's working directory the process's, so every task of the walk (and
-// every relative path its flow names) acts where the run acted.
-func (p place) enter() error {
-	if p.dir == "" {
-		return nil
+// workDir is dir, the directory a run's tasks act in, or the process's working
+// directory for "" (a record that kept none). The engine never changes the process's
+// directory: tasks get theirs as data (tasks.Env.Dir).
+func workDir(dir string) string {
+	if dir == "" {
+		dir, _ = os.Getwd()
 	}
-	if wd, err := os.Getwd(); err == nil && wd == p.dir {
-		return nil
-	}
-	if err := os.Chdir(p.dir); err != nil {
-		return fmt.Errorf("enter the run's working directory: %w", err)
-	}
-	return nil
+	return dir
 }
 
 func isDir(path string) bool {
@@ -58,8 +52,8 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// absolute returns paths made absolute against the current directory, so they keep
-// naming the same files once a session entered a run's directory.
+// absolute returns paths made absolute against the current directory, so they name
+// the same files wherever the run they load acts.
 func absolute(paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {

@@ -39,6 +39,7 @@ type previewSpec struct {
 	previous map[string]*state.Instance
 	replace  []string
 	from     uint64 // the run previous belongs to, named in reasons; 0: not named
+	dir      string // the directory a probe acts in when its record names none; "": the process's
 	// look refreshes an instance whose success would stand: "" when it still does,
 	// else why it runs again; nil: no refresh.
 	look func(inst *Instance, ev *evaluated, prev *state.Instance) string

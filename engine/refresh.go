@@ -65,7 +65,7 @@ func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated
 	if c.opts.NoRefresh || !canProbe(ev.task) {
 		return ""
 	}
-	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr), prev), prev)
+	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr), prev, c.opts.Dir), prev)
 }
 
 // probeTask is the task whose object a probe looks at: decoded from prev's record
@@ -81,9 +81,9 @@ func probeTask(inst *Instance, ev *evaluated, prev *state.Instance) tasks.Task {
 
 // probeEnv is the Env a probe runs in: it prints nothing, a daemon that does not
 // answer is reported at once rather than retried, and relative paths are taken from
-// the directory prev's object was made in.
-func probeEnv(addr string, logger hclog.Logger, prev *state.Instance) *tasks.Env {
-	env := &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1}
+// the directory prev's object was made in, else from dir (see workDir).
+func probeEnv(addr string, logger hclog.Logger, prev *state.Instance, dir string) *tasks.Env {
+	env := &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1, Dir: workDir(dir)}
 	if prev != nil && prev.Dir != "" && isDir(prev.Dir) {
 		env.Dir = prev.Dir
 	}
@@ -120,7 +120,7 @@ func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (fu
 			if gctx.Err() != nil { // interrupted while it waited for a slot
 				return nil
 			}
-			found[i] = drift(gctx, probeTask(j.inst, j.ev, j.prev), probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr), j.prev), j.prev)
+			found[i] = drift(gctx, probeTask(j.inst, j.ev, j.prev), probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr), j.prev, spec.dir), j.prev)
 			return nil
 		})
 	}
@@ -144,18 +144,18 @@ func (s *Session) drifted(ctx context.Context, store *state.Store, run *state.Ru
 		return nil
 	}
 	p, err := placeOf(run, req.Flow)
-	if err != nil || p.enter() != nil {
+	if err != nil {
 		return nil
 	}
 	recs, base, err := runInputs(store, run)
 	if err != nil {
 		return nil
 	}
-	l, err := s.load(&req, p.flow, given(run, base), false)
+	l, err := s.load(&req, p.flow, p.dir, given(run, base), false)
 	if err != nil {
 		return nil
 	}
-	spec := previewSpec{previous: recs, from: run.ID}
+	spec := previewSpec{previous: recs, from: run.ID, dir: p.dir}
 	if spec.look, err = refreshAll(ctx, l.Plan, spec, req); err != nil {
 		return nil
 	}

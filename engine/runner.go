@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -109,9 +108,7 @@ func NewRunner(p *Plan, opts Options) *Runner {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
-	if opts.Dir == "" {
-		opts.Dir, _ = os.Getwd()
-	}
+	opts.Dir = workDir(opts.Dir)
 	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, shape: p.shape(),
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}
 	for _, addr := range r.shape.order {

@@ -205,8 +205,8 @@ func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held,
 
 // load reads and plans path with the request's variables over base, the values a run
 // recorded; warnings go to req.Warn, errors come back as a *FlowError.
-func (s *Session) load(req *Request, path string, base map[string]cty.Value, partial bool) (*Loaded, error) {
-	l, flow, diags := Load(path, s.reg, config.VarInputs{Base: base, Environ: req.Environ, Files: req.VarFiles,
+func (s *Session) load(req *Request, path, dir string, base map[string]cty.Value, partial bool) (*Loaded, error) {
+	l, flow, diags := LoadIn(path, dir, s.reg, config.VarInputs{Base: base, Environ: req.Environ, Files: req.VarFiles,
 		Vars: req.Vars, Partial: partial})
 	if diags.HasErrors() {
 		return nil, &FlowError{Flow: flow, Diags: diags}

@@ -10,7 +10,7 @@ import (
 // Destroy undoes what the latest run created (see Runner.Run), or continues the
 // destroy that did not finish. The flow is read again from the path the run recorded
 // (or req.Flow, where it moved), with its recorded variables under req's, and every
-// undo executes in the run's working directory, as Resume does. Before anything is
+// undo acts in the run's working directory, as Resume's tasks do. Before anything is
 // undone, req.Confirm (when set) is shown what the destroy will do, with the state
 // file held, and a false answer ends it with a *DeclinedError. It refuses with a
 // *NoStateError (creating nothing), a *NoRunsError or a *PlaceError, and says with a
@@ -25,9 +25,6 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	defer h.close()
 	j, err := s.prepareDestroy(h.store, h.latest, &req)
 	if err != nil {
-		return nil, err
-	}
-	if err := j.place.enter(); err != nil {
 		return nil, err
 	}
 	if req.Confirm != nil && j.preview.Destroys() > 0 && !req.Confirm(j.preview) {
@@ -51,7 +48,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	d := NewRunner(l.Plan.Destroy(j.created), Options{Previous: j.done, RunID: run.ID, Store: h.store,
 		Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
-		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish})
+		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish, Dir: run.Dir})
 	start.Instances = len(d.shape.order)
 	h.started(&req, start, d)
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
@@ -136,7 +133,7 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 			return nil, err
 		}
 	}
-	if j.loaded, err = s.load(req, j.place.flow, base, false); err != nil {
+	if j.loaded, err = s.load(req, j.place.flow, j.place.dir, base, false); err != nil {
 		return nil, err
 	}
 	j.created = created

@@ -38,7 +38,7 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, plan, err := s.loadSelected(&req, req.Flow, hist.base)
+	l, plan, err := s.loadSelected(&req, req.Flow, "", hist.base)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	var plan *Plan
 	first := func() (*state.Run, error) {
 		var err error
-		if l, plan, err = s.loadSelected(&req, req.Flow, nil); err != nil {
+		if l, plan, err = s.loadSelected(&req, req.Flow, "", nil); err != nil {
 			return nil, err
 		}
 		return newRunRecord(l)
@@ -49,7 +49,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		(&console{out: req.Out}).line(fmt.Sprintf("The latest run (%d) destroys run %d and did not finish: what it did not undo stays recorded, and this run makes the flow's instances again (flow destroy undoes them all).", latest.ID, latest.Destroys))
 	}
 	if l == nil {
-		if l, plan, err = s.loadSelected(&req, req.Flow, nil); err != nil {
+		if l, plan, err = s.loadSelected(&req, req.Flow, "", nil); err != nil {
 			return nil, err
 		}
 	}
@@ -68,9 +68,8 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 
 // Resume continues the latest run: the flow is read again from the path it recorded
 // (or req.Flow, where it moved), with its recorded variables under req's, and what
-// succeeded with the same inputs stands. It executes in the run's working directory,
-// which it makes the process's (relative paths in req are taken from the caller's
-// first). It refuses with a *NoStateError (and creates no file), a *NoRunsError, a
+// succeeded with the same inputs stands. Its tasks act in the run's working directory
+// (relative paths in req are taken from the caller's). It refuses with a *NoStateError (and creates no file), a *NoRunsError, a
 // *PlaceError (the flow or the directory is gone) or an *UnfinishedError (a destroy
 // that did not finish), and says with a *NothingToDoError that the latest run
 // succeeded (and req selects nothing) or was a destroy.
@@ -96,14 +95,11 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
 	previous, base, err := runInputs(h.store, latest)
 	if err != nil {
 		return nil, err
 	}
-	l, plan, err := s.loadSelected(&req, p.flow, given(latest, base))
+	l, plan, err := s.loadSelected(&req, p.flow, p.dir, given(latest, base))
 	if err != nil {
 		return nil, err
 	}
@@ -116,9 +112,9 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	return s.walkRun(ctx, &req, h, start, l, plan, previous)
 }
 
-// loadSelected loads the flow at path and selects what req's targets name.
-func (s *Session) loadSelected(req *Request, path string, base map[string]cty.Value) (*Loaded, *Plan, error) {
-	l, err := s.load(req, path, base, false)
+// loadSelected loads the flow at path, acting in dir, and selects what req's targets name.
+func (s *Session) loadSelected(req *Request, path, dir string, base map[string]cty.Value) (*Loaded, *Plan, error) {
+	l, err := s.load(req, path, dir, base, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,7 +143,7 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	runner := NewRunner(plan, Options{Made: made,
 		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
 		Store: h.store, Previous: previous, Replace: req.Replace, NoRefresh: req.NoRefresh, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
-		Live: req.Live, Finish: finish,
+		Live: req.Live, Finish: finish, Dir: run.Dir,
 	})
 	start.Instances = len(plan.Order)
 	h.started(req, start, runner)

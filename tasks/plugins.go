@@ -2,9 +2,11 @@ package tasks
 
 // PluginSpec is one plugin block of a flow: the plugin's name and where its
 // executable is (Source: a path relative to Dir, the flow's directory, or a name
-// looked up in the plugin directories).
+// looked up in the plugin directories). WorkDir is the directory the flow's tasks act
+// in, which the plugin's process starts in; "" means the process's.
 type PluginSpec struct {
 	Name, Source, Dir string
+	WorkDir           string
 }
 
 // PluginUse is a plugin a flow loaded: the executable found and its sha256, which a

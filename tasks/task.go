@@ -59,8 +59,10 @@ type Env struct {
 	// (see RetryTransient): 0 means DefaultTransientRetry, a negative value none.
 	TransientRetry time.Duration
 	// Dir is the absolute directory the instance acts in: the relative paths it names
-	// are relative to it. Empty means the process's working directory. An undo gets
-	// the directory its instance succeeded in, wherever flow runs now.
+	// are relative to it (see InDir and WorkDir), never the process's working
+	// directory, which the engine does not change. The engine always sets it; empty
+	// means the process's working directory. An undo gets the directory its instance
+	// succeeded in, wherever flow runs now.
 	Dir string
 	// Started, when set, is told the process group of each command the task starts,
 	// with the process's start time (clock ticks since boot), so the state can name a
@@ -68,13 +70,32 @@ type Env struct {
 	Started func(group int, start uint64)
 }
 
-// InDir returns path resolved against env's directory: as it is when absolute or
-// when env has none.
+// InDir returns path resolved against env's directory: as it is when absolute, empty
+// (an attribute not set) or when env has none. Every task resolves the relative
+// paths it names with it.
 func (env *Env) InDir(path string) string {
-	if env == nil || env.Dir == "" || filepath.IsAbs(path) {
+	if env == nil || env.Dir == "" || path == "" || filepath.IsAbs(path) {
 		return path
 	}
 	return filepath.Join(env.Dir, path)
+}
+
+// InDirAll returns paths, each resolved as InDir does.
+func (env *Env) InDirAll(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = env.InDir(p)
+	}
+	return out
+}
+
+// WorkDir returns dir, a task's working directory attribute, resolved as InDir does;
+// unset, env's directory. A command a task starts runs there.
+func (env *Env) WorkDir(dir string) string {
+	if dir == "" {
+		dir = "."
+	}
+	return env.InDir(dir)
 }
 
 // AttrError is a Validate error about one attribute; the engine reports it on that

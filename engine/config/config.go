@@ -24,6 +24,9 @@ type Flow struct {
 	// relative paths in file() and templatefile() resolve against.
 	Path string
 	Dir  string
+	// WorkDir is the absolute directory the flow's tasks act in (the run's): path.cwd,
+	// and where its plugins' processes start.
+	WorkDir string
 	// givenDir is Dir as the user gave it, so a module's files are named like the
 	// flow's in diagnostics.
 	givenDir string

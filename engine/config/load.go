@@ -28,13 +28,24 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // statically against reg: block structure, each task's attributes against its type's
 // schema, and every reference. It returns all diagnostics, not just the first, and a
 // Flow whenever the files could be parsed, so callers can still print sources.
+// Its tasks act in the process's working directory (see LoadIn).
 func Load(path string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
-	return load(path, reg, nil)
+	return LoadIn(path, "", reg)
 }
 
-// load reads the flow or module at path; stack lists the module directories being
-// loaded by the calls that lead here.
-func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnostics) {
+// LoadIn is Load for a flow whose tasks act in workDir (a run's recorded directory):
+// path.cwd is workDir and the flow's plugins start there. "" means the process's
+// working directory.
+func LoadIn(path, workDir string, reg *tasks.Registry) (*Flow, hcl.Diagnostics) {
+	if workDir == "" {
+		workDir, _ = os.Getwd()
+	}
+	return load(path, workDir, reg, nil)
+}
+
+// load reads the flow or module at path, whose tasks act in workDir; stack lists the
+// module directories being loaded by the calls that lead here.
+func load(path, workDir string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnostics) {
 	files, dir, err := flowFiles(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read flow", Detail: err.Error()}}
@@ -46,7 +57,7 @@ func load(path string, reg *tasks.Registry, stack []string) (*Flow, hcl.Diagnost
 		dir = abs
 	}
 	f := &Flow{
-		Path: path, Dir: dir, givenDir: given, Files: map[string]*hcl.File{},
+		Path: path, Dir: dir, WorkDir: workDir, givenDir: given, Files: map[string]*hcl.File{},
 		Variables: map[string]*Variable{}, Locals: map[string]*Local{}, taskIndex: map[string]*Task{},
 		moduleIndex: map[string]*ModuleCall{},
 	}

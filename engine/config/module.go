@@ -109,7 +109,7 @@ func (f *Flow) decodeModule(b *hcl.Block, reg *tasks.Registry, stack []string) h
 				"Module %q (%s) is the module this call is in, or one that calls it.", m.Name, dir))
 		}
 	}
-	child, d := load(dir, reg, append(stack, abs))
+	child, d := load(dir, f.WorkDir, reg, append(stack, abs))
 	if child == nil {
 		detail := "no .hcl files"
 		if len(d) > 0 {

@@ -39,7 +39,7 @@ func (f *Flow) loadPlugins(blocks hcl.Blocks, reg *tasks.Registry) (*tasks.Regis
 			diags = append(diags, d...)
 			continue
 		}
-		next, use, err := reg.WithPlugin(tasks.PluginSpec{Name: name, Source: source, Dir: f.Dir})
+		next, use, err := reg.WithPlugin(tasks.PluginSpec{Name: name, Source: source, Dir: f.Dir, WorkDir: f.WorkDir})
 		if err != nil {
 			diags = append(diags, errorf(content.Attributes["source"].Expr.Range(), "Cannot use plugin", "%s.", err))
 			continue

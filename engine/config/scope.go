@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"github.com/flowdev/flow/tasks"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -49,10 +48,9 @@ func (s *Scope) AddSecrets(v cty.Value) {
 
 // NewScope evaluates the locals (in dependency order) over the assigned variables.
 func (f *Flow) NewScope(vars map[string]cty.Value) (*Scope, hcl.Diagnostics) {
-	cwd, _ := os.Getwd()
 	s := &Scope{
 		Vars: vars, Locals: map[string]cty.Value{}, Functions: Functions(f.Dir),
-		path: cty.ObjectVal(map[string]cty.Value{"flow": cty.StringVal(f.Dir), "cwd": cty.StringVal(cwd)}),
+		path: cty.ObjectVal(map[string]cty.Value{"flow": cty.StringVal(f.Dir), "cwd": cty.StringVal(f.WorkDir)}),
 	}
 	for _, v := range vars {
 		s.Secrets = appendSecrets(s.Secrets, v)

@@ -15,7 +15,7 @@ import (
 type Loader struct {
 	logger hclog.Logger
 	mu     sync.Mutex
-	loaded map[string]*loaded // by path and sha256
+	loaded map[string]*loaded // by path, sha256 and working directory
 }
 
 type loaded struct {
@@ -47,10 +47,10 @@ func (l *Loader) Load(spec tasks.PluginSpec) (tasks.PluginUse, []tasks.Type, err
 	use := tasks.PluginUse{Name: spec.Name, Path: path, Sha256: sum}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := path + "\x00" + sum
+	key := path + "\x00" + sum + "\x00" + spec.WorkDir
 	ld, ok := l.loaded[key]
 	if !ok {
-		proc := &Process{Name: spec.Name, Path: path, Sha256: sum, logger: l.logger.Named(spec.Name), tail: &tail{}}
+		proc := &Process{Name: spec.Name, Path: path, Sha256: sum, Dir: spec.WorkDir, logger: l.logger.Named(spec.Name), tail: &tail{}}
 		ld = &loaded{proc: proc}
 		ld.types, ld.err = proc.Types(context.Background())
 		l.loaded[key] = ld

@@ -35,6 +35,9 @@ type Process struct {
 	Name   string // the plugin block's label
 	Path   string // absolute path of the executable
 	Sha256 string // hex digest of the executable when it was found
+	// Dir is the working directory the process starts in: the run's, so the
+	// relative paths its tasks name act there. "" means flow's.
+	Dir string
 
 	logger hclog.Logger
 	tail   *tail // the stderr of the process started last
@@ -66,6 +69,7 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 		return nil, fmt.Errorf("start plugin %q: %w", p.Name, err)
 	}
 	cmd := exec.Command(p.Path)
+	cmd.Dir = p.Dir
 	cmd.Env = append(os.Environ(), goplugin.EnvUnixSocketDir+"="+p.sockDir)
 	setDeathSignal(cmd)
 	client := goplugin.NewClient(&goplugin.ClientConfig{

@@ -20,7 +20,7 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if e.Script != "" {
 		argv = []string{"/bin/sh", "-c", e.Script}
 	}
-	cmd := &command.Cmd{Argv: argv, Dir: env.InDir(e.Dir), Env: e.Env, Stdin: e.Stdin,
+	cmd := &command.Cmd{Argv: argv, Dir: env.WorkDir(e.Dir), Env: e.Env, Stdin: e.Stdin,
 		Stdout: stdout, Stderr: stderr, What: e.what(), Log: env.Logger, Started: env.Started}
 	res, err := cmd.Run(ctx)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // The build cache remembers, per push reference, what the inputs of the last build pushed
@@ -43,8 +45,9 @@ func (b *Build) cacheable() bool {
 		(b.Base == "" || b.Base == "scratch" || strings.Contains(b.Base, "@sha256:"))
 }
 
-// inputsKey hashes b's attributes and the file-system metadata of every layer's files.
-func (b *Build) inputsKey() (string, error) {
+// inputsKey hashes b's attributes and the file-system metadata of every layer's files,
+// relative sources taken from env's directory.
+func (b *Build) inputsKey(env *tasks.Env) (string, error) {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	if err := enc.Encode([]any{buildCacheFormat, b}); err != nil {
@@ -55,7 +58,7 @@ func (b *Build) inputsKey() (string, error) {
 		if path == "" {
 			path = l["tarball"]
 		}
-		root, err := filepath.EvalSymlinks(path) // a source that is itself a link is followed
+		root, err := filepath.EvalSymlinks(env.InDir(path)) // a source that is itself a link is followed
 		if err != nil {
 			return "", err
 		}

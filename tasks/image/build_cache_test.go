@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // A second build with unchanged inputs is checked with one HEAD and pushes nothing; a
@@ -55,7 +57,7 @@ func TestBuildCacheSkipsUnchangedInputs(t *testing.T) {
 
 func mustKey(t *testing.T, b *Build) string {
 	t.Helper()
-	k, err := b.inputsKey()
+	k, err := b.inputsKey(&tasks.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,12 @@ func (b *Build) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 	}
 	var key string
 	if b.cacheable() {
-		key, _ = b.inputsKey() // unreadable inputs fail the build below, with its own error
+		key, _ = b.inputsKey(env) // unreadable inputs fail the build below, with its own error
 		if out, ok := b.unchanged(ctx, s, push, key, env); ok {
 			return out, nil
 		}
 	}
-	img, err := b.image(ctx, s)
+	img, err := b.image(ctx, s, env)
 	if err != nil {
 		return nil, err
 	}
@@ -93,15 +93,15 @@ func (b *Build) writeTarball(img v1.Image, push name.Tag, env *tasks.Env) (name.
 	if b.Tag != "" {
 		tag, _ = name.NewTag(b.Tag, nameOptions(b.Insecure)...)
 	}
-	abs, err := filepath.Abs(b.Tarball)
+	abs, err := filepath.Abs(env.InDir(b.Tarball))
 	if err != nil {
 		return name.Tag{}, "", fmt.Errorf("tarball %q: %w", b.Tarball, err)
 	}
 	return tag, abs, saveTarball(abs, tag, img, env)
 }
 
-// image assembles base, layers and config.
-func (b *Build) image(ctx context.Context, s *sessions) (v1.Image, error) {
+// image assembles base, layers and config; relative layer sources are env's.
+func (b *Build) image(ctx context.Context, s *sessions, env *tasks.Env) (v1.Image, error) {
 	plat, _ := parsePlatform(b.platform())
 	base, err := b.baseImage(ctx, s, plat)
 	if err != nil {
@@ -114,6 +114,7 @@ func (b *Build) image(ctx context.Context, s *sessions) (v1.Image, error) {
 	adds := make([]mutate.Addendum, 0, len(b.Layers))
 	for _, m := range b.Layers {
 		spec, _ := parseLayerSpec(m)
+		spec.dir = env.Dir
 		add, err := layerAddendum(ctx, spec, layerType)
 		if err != nil {
 			return nil, err
@@ -131,7 +132,7 @@ func (b *Build) image(ctx context.Context, s *sessions) (v1.Image, error) {
 func layerAddendum(ctx context.Context, spec layerSpec, mt types.MediaType) (mutate.Addendum, error) {
 	history := v1.History{Created: v1.Time{Time: epoch}}
 	if spec.tarball != "" {
-		layer, err := tarballLayer(spec.tarball, mt)
+		layer, err := tarballLayer(spec.local(spec.tarball), mt)
 		history.CreatedBy = "image_build: add tarball " + filepath.Base(spec.tarball)
 		return mutate.Addendum{Layer: layer, History: history}, err
 	}

@@ -77,7 +77,7 @@ func (e *Export) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 		return nil, err
 	}
 	plat, _ := parsePlatform(e.platform())
-	abs, err := filepath.Abs(e.Path)
+	abs, err := filepath.Abs(env.InDir(e.Path))
 	if err != nil {
 		return nil, fmt.Errorf("export %q: %w", e.Image, err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // epoch is the time stamped on every file, layer and config image_build makes,
@@ -28,6 +30,12 @@ type layerSpec struct {
 	mode        int64  // unix permission bits, with setuid, setgid and sticky
 	hasMode     bool
 	tarball     string // a tar (or gzipped tar) file that is the layer, as it is
+	dir         string // the directory relative source and tarball are in (tasks.Env.Dir)
+}
+
+// local is the file p (source or tarball, as the flow names it) names on this machine.
+func (s layerSpec) local(p string) string {
+	return (&tasks.Env{Dir: s.dir}).InDir(p)
 }
 
 // parseLayerSpec checks one layers element: source and destination required,
@@ -102,7 +110,7 @@ func buildLayer(ctx context.Context, s layerSpec) ([]byte, error) {
 	}
 	// A source that is a symbolic link is followed, as COPY follows it: the
 	// image gets what it points to, not a link into the build machine.
-	root, err := filepath.EvalSymlinks(s.source)
+	root, err := filepath.EvalSymlinks(s.local(s.source))
 	if err == nil {
 		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {

@@ -21,6 +21,7 @@ var unjoinFlags = flagTable{
 // Destroy unjoins the member with `karmadactl unjoin` unless Karmada has no Cluster
 // object of that name.
 func (j *Join) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	j = j.in(env)
 	bin := newBinary(j.Karmadactl, j.KarmadactlVersion)
 	cluster, err := getCluster(ctx, env, j.Kubeconfig, j.Context, j.Cluster)
 	if err != nil {
@@ -62,6 +63,7 @@ func waitFlag(ctx context.Context) string {
 // namespace is gone, then etcd's hostPath data, which deinit leaves and the next init's
 // etcd would otherwise serve.
 func (i *Init) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	i = i.in(env)
 	host, err := i.hostClient()
 	if err != nil {
 		return fmt.Errorf("karmadactl deinit in namespace %q: %w", i.namespace(), err)
@@ -100,6 +102,7 @@ var unregisterFlags = flagTable{
 // Cluster of that name. It reads only DestroyReads: the token is a secret, never
 // stored, and unregister does not need it.
 func (r *Registration) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	r = r.in(env)
 	client, host, err := r.memberClient()
 	if err != nil {
 		return fmt.Errorf("unregister %q: %w", r.ClusterName, err)

@@ -29,6 +29,7 @@ var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "na
 // they are missing), removes a half-done one, then runs karmadactl init and adds
 // controller_manager_args.
 func (i *Init) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	i = i.in(env)
 	bin := newBinary(i.Karmadactl, i.KarmadactlVersion)
 	dir, err := filepath.Abs(i.dataDir())
 	if err != nil {

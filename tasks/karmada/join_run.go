@@ -38,6 +38,7 @@ type member struct {
 // member; a Cluster of an earlier member of that name is replaced, and a wrong
 // spec.apiEndpoint is patched.
 func (j *Join) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	j = j.in(env)
 	out := tasks.Outputs{"cluster": cty.StringVal(j.Cluster)}
 	bin := newBinary(j.Karmadactl, j.KarmadactlVersion)
 	if err := bin.checkVersion(ctx, env); err != nil {

@@ -47,7 +47,7 @@ func validateVersion(v string) error {
 func (b binary) run(ctx context.Context, env *tasks.Env, args []string, stdout, stderr io.Writer) (string, string, error) {
 	outCapture, errCapture := output.NewCapture(stdout), output.NewCapture(stderr)
 	what := "command " + strconv.Quote(b.path)
-	cmd := &command.Cmd{Argv: append([]string{b.path}, args...), Env: b.env, Stdout: outCapture, Stderr: errCapture, What: what}
+	cmd := &command.Cmd{Argv: append([]string{b.path}, args...), Dir: env.WorkDir(""), Env: b.env, Stdout: outCapture, Stderr: errCapture, What: what}
 	res, err := cmd.Run(ctx)
 	if err != nil {
 		return "", "", err

@@ -163,6 +163,7 @@ func validateEndpoint(endpoint string) error {
 
 // Run registers the member unless karmada-agent already runs there.
 func (r *Registration) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	r = r.in(env)
 	out := tasks.Outputs{"cluster": cty.StringVal(r.ClusterName)}
 	bin := newBinary(r.Karmadactl, r.KarmadactlVersion)
 	if err := bin.checkVersion(ctx, env); err != nil {

@@ -79,6 +79,7 @@ func (t *Token) Validate() error {
 
 // Run creates the token. Nothing karmadactl prints reaches env.
 func (t *Token) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	t = t.in(env)
 	bin := newBinary(t.Karmadactl, t.KarmadactlVersion)
 	if err := bin.checkVersion(ctx, env); err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ func (a *Apply) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("apply not started: %w", err)
 	}
-	manifests, err := readManifests(a.Files, a.Content)
+	manifests, err := readManifests(env.InDirAll(a.Files), a.Content)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (a *Apply) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 
 // newApplier connects to the cluster of kubeconfig and context.
 func (a *Apply) newApplier(env *tasks.Env) (*applier, error) {
-	cfg, err := RESTConfig(a.Kubeconfig, a.Context)
+	cfg, err := RESTConfig(env.InDir(a.Kubeconfig), a.Context)
 	if err != nil {
 		return nil, err
 	}

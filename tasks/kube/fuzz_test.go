@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // fuzzSecret stands for the credentials a kubeconfig holds: the seeds carry it as a
@@ -49,7 +51,7 @@ func FuzzKubeconfig(f *testing.F) {
 // checkDerive runs what the kubeconfig task runs before writing, and checks that
 // what it would write reads back.
 func checkDerive(t *testing.T, k *Kubeconfig) {
-	src, err := k.load()
+	src, err := k.load(&tasks.Env{})
 	if err != nil {
 		checkError(t, "load", err)
 		return

@@ -23,7 +23,7 @@ func (k *Kubeconfig) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, er
 	if err := ctx.Err(); err != nil {
 		return nil, k.errorf("not started: %w", err)
 	}
-	src, err := k.load()
+	src, err := k.load(env)
 	if err != nil {
 		return nil, k.errorf("%w", err)
 	}
@@ -40,7 +40,7 @@ func (k *Kubeconfig) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, er
 		"server":  cty.StringVal(cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server),
 		"context": cty.StringVal(cfg.CurrentContext),
 	}
-	present, err := sameFile(k.Path, data)
+	present, err := sameFile(env.InDir(k.Path), data)
 	if err != nil {
 		return nil, k.errorf("%w", err)
 	}
@@ -48,7 +48,7 @@ func (k *Kubeconfig) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, er
 		fmt.Fprintf(env.Stdout, "kubeconfig %s already present\n", k.Path)
 		return out, nil
 	}
-	if err := writeFileAtomic(k.Path, data); err != nil {
+	if err := writeFileAtomic(env.InDir(k.Path), data); err != nil {
 		return nil, k.errorf("%w", err)
 	}
 	fmt.Fprintf(env.Stdout, "kubeconfig %s written: context %q, server %s\n", k.Path, cfg.CurrentContext, out["server"].AsString())
@@ -60,11 +60,11 @@ func (k *Kubeconfig) errorf(format string, args ...any) error {
 	return fmt.Errorf("kubeconfig %q: "+format, append([]any{k.Path}, args...)...)
 }
 
-// load parses source or content. Parse errors of content keep only their first
-// line, which is the YAML or JSON reason, never the text itself.
-func (k *Kubeconfig) load() (*clientcmdapi.Config, error) {
+// load parses source (in env's directory) or content. Parse errors of content keep
+// only their first line, which is the YAML or JSON reason, never the text itself.
+func (k *Kubeconfig) load(env *tasks.Env) (*clientcmdapi.Config, error) {
 	if k.Source != "" {
-		cfg, err := clientcmd.LoadFromFile(k.Source)
+		cfg, err := clientcmd.LoadFromFile(env.InDir(k.Source))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("source %q does not exist", k.Source)
 		}

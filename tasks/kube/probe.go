@@ -46,8 +46,8 @@ func (a *Apply) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Output
 
 // Probe reports whether path no longer holds exactly what Run would write: the file
 // was removed or edited, or the source changed since.
-func (k *Kubeconfig) Probe(_ context.Context, _ *tasks.Env, _ tasks.Outputs) (string, error) {
-	src, err := k.load()
+func (k *Kubeconfig) Probe(_ context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
+	src, err := k.load(env)
 	if err != nil {
 		return "", err
 	}
@@ -59,7 +59,7 @@ func (k *Kubeconfig) Probe(_ context.Context, _ *tasks.Env, _ tasks.Outputs) (st
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
 	}
-	return fileDrift(k.Path, data)
+	return fileDrift(env.InDir(k.Path), data)
 }
 
 var (

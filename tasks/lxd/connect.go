@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 
 	lxdclient "github.com/canonical/lxd/client"
+
+	"github.com/flowdev/flow/tasks"
 )
 
 // remoteKeys are the keys a task's `remote` map may hold, as RemoteDoc explains
@@ -53,6 +56,22 @@ func validateRemote(remote map[string]string) error {
 		return errors.New("client_cert and client_key must be set together")
 	}
 	return nil
+}
+
+// remoteIn returns remote with its local paths (socket, client_cert, client_key,
+// server_cert) taken from env's directory (tasks.Env.Dir); remote itself is left as
+// it is, since the flow's inputs are recorded from it.
+func remoteIn(env *tasks.Env, remote map[string]string) map[string]string {
+	if len(remote) == 0 {
+		return remote
+	}
+	out := maps.Clone(remote)
+	for _, k := range []string{"socket", "client_cert", "client_key", "server_cert"} {
+		if v, ok := remote[k]; ok {
+			out[k] = env.InDir(v)
+		}
+	}
+	return out
 }
 
 // connect opens a connection for one task run. It is bound to ctx: cancelling

@@ -94,6 +94,9 @@ func (d *Delete) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 
 // run deletes in dependency order and reports what it deleted.
 func (d *Delete) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *d
+	cp.Remote = remoteIn(env, d.Remote)
+	d = &cp // its local paths taken from env's directory
 	srv, err := connect(ctx, d.Remote)
 	if err != nil {
 		return nil, fmt.Errorf("delete: %w", err)

@@ -35,6 +35,9 @@ func (i *ImageImport) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outpu
 // Destroy removes the device from its instance; a device or instance that is gone
 // is already undone.
 func (p *ProxyDevice) Destroy(ctx context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	p = &cp
 	srv, err := connect(ctx, p.Remote)
 	if err != nil {
 		return fmt.Errorf("remove proxy %q from %q: %w", p.Name, p.Instance, err)

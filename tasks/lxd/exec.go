@@ -104,6 +104,9 @@ func (e *Exec) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 // run starts the command, streams and captures its output and waits for it.
 // Once the command ran, the outputs are returned even with an error.
 func (e *Exec) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *e
+	cp.Remote = remoteIn(env, e.Remote)
+	e = &cp // its local paths taken from env's directory
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("exec in %q: not started: %w", e.Instance, err)
 	}

@@ -80,6 +80,9 @@ func (p *FilePull) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 
 // run pulls the source file, or walks the source tree and pulls every entry.
 func (p *FilePull) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	p = &cp // its local paths taken from env's directory
 	src := path.Clean(p.Source)
 	fail := func(err error) error {
 		if ctx.Err() != nil {
@@ -99,12 +102,13 @@ func (p *FilePull) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 	}
 	mode, _ := parseMode(p.Mode, defaultPullMode)
 	r := &puller{ctx: ctx, srv: srv, instance: p.Instance, mode: mode, out: env.Stdout}
-	dest := filepath.Clean(p.Destination)
+	dest := filepath.Clean(p.Destination) // as the flow names it, in messages and outputs
+	local := env.InDir(dest)
 	var sum string
 	if p.Recursive {
-		sum, err = r.pullTree(src, dest)
+		sum, err = r.pullTree(src, local)
 	} else {
-		sum, err = r.pullOne(src, dest)
+		sum, err = r.pullOne(src, local)
 	}
 	if err != nil {
 		return nil, fail(err)

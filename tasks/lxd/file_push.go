@@ -97,6 +97,9 @@ func (p *FilePush) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 // run scans the source, makes sure the parent directory exists and writes
 // every entry that does not match yet.
 func (p *FilePush) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	p = &cp // its local paths taken from env's directory
 	dest := path.Clean(p.Destination)
 	fail := func(err error) error {
 		if ctx.Err() != nil {
@@ -104,7 +107,7 @@ func (p *FilePush) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, erro
 		}
 		return fmt.Errorf("push %q to %q: %w", p.what(dest), p.Instance, err)
 	}
-	src, err := scanPushSource(ctx, p.Source, p.Content, dest)
+	src, err := scanPushSource(ctx, env.InDir(p.Source), p.Content, dest)
 	if err != nil {
 		return nil, fail(err)
 	}

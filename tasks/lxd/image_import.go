@@ -86,6 +86,10 @@ func (i *ImageImport) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, e
 
 // run uploads the image unless it is there and points the alias at it.
 func (i *ImageImport) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *i
+	cp.Remote = remoteIn(env, i.Remote)
+	cp.File, cp.Metadata, cp.Rootfs = env.InDir(i.File), env.InDir(i.Metadata), env.InDir(i.Rootfs)
+	i = &cp // its local paths taken from env's directory
 	fingerprint, err := i.fingerprint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("import image %q: %w", i.Alias, err)

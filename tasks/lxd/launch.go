@@ -115,6 +115,9 @@ func (l *Launch) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 // run creates or checks the instance, starts it, waits for wait_for and
 // reports its state.
 func (l *Launch) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *l
+	cp.Remote = remoteIn(env, l.Remote)
+	l = &cp // its local paths taken from env's directory
 	srv, err := connect(ctx, l.Remote)
 	if err != nil {
 		return nil, fmt.Errorf("launch %q: %w", l.Name, err)

@@ -18,8 +18,8 @@ const probeDial = time.Second
 
 // Probe reports the instance gone or not running, as a daemon restart can leave it
 // after its launch succeeded.
-func (l *Launch) Probe(ctx context.Context, _ *tasks.Env, _ tasks.Outputs) (string, error) {
-	srv, err := connect(ctx, l.Remote)
+func (l *Launch) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
+	srv, err := connect(ctx, remoteIn(env, l.Remote))
 	if err != nil {
 		return "", err
 	}
@@ -37,8 +37,8 @@ func (l *Launch) Probe(ctx context.Context, _ *tasks.Env, _ tasks.Outputs) (stri
 
 // Probe reports the device gone or changed, or, for a tcp address on this host of a
 // running instance, an address that does not accept a connection.
-func (p *ProxyDevice) Probe(ctx context.Context, _ *tasks.Env, _ tasks.Outputs) (string, error) {
-	srv, err := connect(ctx, p.Remote)
+func (p *ProxyDevice) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
+	srv, err := connect(ctx, remoteIn(env, p.Remote))
 	if err != nil {
 		return "", err
 	}

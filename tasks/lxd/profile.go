@@ -73,6 +73,9 @@ func (p *Profile) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error
 
 // run creates the profile, or checks (and with recreate updates) an existing one.
 func (p *Profile) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	p = &cp // its local paths taken from env's directory
 	out := tasks.Outputs{"name": cty.StringVal(p.Name)}
 	srv, err := connect(ctx, p.Remote)
 	if err != nil {

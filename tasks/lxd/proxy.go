@@ -113,6 +113,9 @@ func (p *ProxyDevice) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, e
 // run adds (or with recreate replaces) the device, then checks the listen
 // address.
 func (p *ProxyDevice) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	cp := *p
+	cp.Remote = remoteIn(env, p.Remote)
+	p = &cp // its local paths taken from env's directory
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			err = ctx.Err()

@@ -100,6 +100,7 @@ func (r *report) problem(format string, args ...any) {
 
 // Run runs every check, prints each problem on its own line and fails naming them all.
 func (p *Preflight) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
+	p = p.in(env)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -134,3 +135,11 @@ func (p *Preflight) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, err
 }
 
 var _ tasks.Task = (*Preflight)(nil)
+
+// in returns p with its local paths (pid_files, disk_path, cni_config_dirs) taken
+// from env's directory (tasks.Env.Dir).
+func (p *Preflight) in(env *tasks.Env) *Preflight {
+	cp := *p
+	cp.PIDFiles, cp.DiskPath, cp.CNIConfigDirs = env.InDirAll(p.PIDFiles), env.InDir(p.DiskPath), env.InDirAll(p.CNIConfigDirs)
+	return &cp
+}

@@ -155,7 +155,7 @@ func (p *Process) readyTimeout() (time.Duration, error) {
 // in returns p with its relative paths taken from env's directory (tasks.Env.Dir).
 func (p *Process) in(env *tasks.Env) *Process {
 	cp := *p
-	cp.Dir, cp.PIDFile, cp.LogFile = env.InDir(p.Dir), env.InDir(p.PIDFile), env.InDir(p.LogFile)
+	cp.Dir, cp.PIDFile, cp.LogFile = env.WorkDir(p.Dir), env.InDir(p.PIDFile), env.InDir(p.LogFile)
 	return &cp
 }
 

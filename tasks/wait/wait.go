@@ -124,7 +124,7 @@ func (w *WaitReady) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, err
 	k := kinds[w.Kind]
 	t, _ := w.timing()
 	what := k.what(w)
-	p, err := k.newProbe(w)
+	p, err := k.newProbe(w.in(env))
 	if err != nil {
 		return nil, fmt.Errorf("wait for %s: %w", what, err)
 	}
@@ -155,6 +155,14 @@ func (w *WaitReady) timing() (timing, error) {
 	}
 	t.request, err = w.RequestTimeout.Positive("request_timeout", 5*time.Second)
 	return t, err
+}
+
+// in returns w with its relative paths (kubeconfig, ca_file) taken from env's
+// directory (tasks.Env.Dir); messages keep naming them as the flow does.
+func (w *WaitReady) in(env *tasks.Env) *WaitReady {
+	cp := *w
+	cp.Kubeconfig, cp.CAFile = env.InDir(w.Kubeconfig), env.InDir(w.CAFile)
+	return &cp
 }
 
 func (w *WaitReady) insecure() bool { return w.Insecure != nil && *w.Insecure }

@@ -235,14 +235,11 @@ func (c *CLI) interruptible(continueWith string, view *liveView) (context.Contex
 	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
 }
 
-// callerDir is the directory flow was started in: resume and destroy move to the
-// run's, and paths are still shown as the caller sees them.
-var callerDir, _ = os.Getwd()
-
-// displayPath is p relative to the caller's directory when it lies below it.
+// displayPath is p relative to the caller's directory when it lies below it. The
+// engine never changes the process's directory, so that is the working directory.
 func displayPath(p string) string {
-	if callerDir != "" {
-		if rel, err := filepath.Rel(callerDir, p); err == nil && !filepath.IsAbs(rel) && len(rel) < len(p) && rel[0] != '.' {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && !filepath.IsAbs(rel) && len(rel) < len(p) && rel[0] != '.' {
 			return rel
 		}
 	}
