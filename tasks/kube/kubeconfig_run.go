@@ -87,7 +87,7 @@ func (k *Kubeconfig) load(env *tasks.Env) (*clientcmdapi.Config, error) {
 // sameFile reports whether path holds exactly data, and then makes sure its mode
 // is 0600 without touching its contents.
 func sameFile(path string, data []byte) (bool, error) {
-	if drift, err := fileDrift(path, data); err != nil || drift != "" {
+	if drift, err := fileDrift(path, path, data); err != nil || drift != "" {
 		return false, err
 	}
 	fi, err := os.Stat(path)
@@ -117,16 +117,17 @@ func (k *Kubeconfig) Destroy(_ context.Context, env *tasks.Env, _ tasks.Outputs)
 
 var _ tasks.Destroyer = (*Kubeconfig)(nil)
 
-// fileDrift says how path differs from data: "" when it holds exactly data.
-func fileDrift(path string, data []byte) (string, error) {
+// fileDrift says how path differs from data: "" when it holds exactly data. shown is
+// how the drift names the file: as the flow wrote it.
+func fileDrift(path, shown string, data []byte) (string, error) {
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return path + " is gone", nil
+		return shown + " is gone", nil
 	case err != nil:
-		return "", fmt.Errorf("read %s: %w", path, err)
+		return "", fmt.Errorf("read %s: %w", shown, err)
 	case !bytes.Equal(old, data):
-		return path + " does not hold what the task writes", nil
+		return shown + " does not hold what the task writes", nil
 	}
 	return "", nil
 }

@@ -59,7 +59,7 @@ func (k *Kubeconfig) Probe(_ context.Context, env *tasks.Env, _ tasks.Outputs) (
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
 	}
-	return fileDrift(env.InDir(k.Path), data)
+	return fileDrift(env.InDir(k.Path), k.Path, data)
 }
 
 var (

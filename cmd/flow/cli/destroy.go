@@ -71,33 +71,28 @@ func (c *CLI) destroy(f destroyFlags) error {
 			"nothing was destroyed; see what it would do with %q, and pass --auto-approve to destroy without asking",
 			c.commandHint("flow plan --destroy"))
 	}
-	showLive, err := f.live(c.stdout)
-	if err != nil {
-		return err
-	}
-	out, view := c.progressOut(showLive)
-	ctx, stopSignals := c.interruptible(c.commandHint("flow destroy"), view)
-	defer stopSignals()
-	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
-	req := c.request(f.varFlags, out, showLive)
-	req.Observer = obs
-	req.Parallelism, req.Flow = f.parallelism, c.movedFlow
-	if !f.autoApprove {
-		req.Confirm = c.confirmDestroy
-	}
-	o, err := engine.NewSession(c.state(), c.reg).Destroy(ctx, req)
-	view.close()
-	if errors.As(err, new(*engine.DeclinedError)) {
-		return failf(ExitTaskFailed, "%v", err)
-	}
-	if err != nil {
-		if said, _ := c.sayNothingToDestroy(err); said {
-			return nil
-		}
-		return c.refused(err)
-	}
-	c.destroySummary(o.Run, o.Result, time.Since(obs.began), c.resumeHint(o.Loaded, f.varFlags))
-	return exitFor(o.Result, o.Err, "destroy failed")
+	return c.walk(walkCall{vars: f.varFlags, progress: f.progressFlag, parallelism: f.parallelism,
+		continueWith: "flow destroy", failed: "destroy failed",
+		set: func(req *engine.Request) {
+			req.Flow = c.movedFlow
+			if !f.autoApprove {
+				req.Confirm = c.confirmDestroy
+			}
+		},
+		do: (*engine.Session).Destroy,
+		refused: func(err error) error {
+			if errors.As(err, new(*engine.DeclinedError)) {
+				return failf(ExitTaskFailed, "%v", err)
+			}
+			if said, _ := c.sayNothingToDestroy(err); said {
+				return nil
+			}
+			return c.refused(err)
+		},
+		summary: func(o *engine.Outcome, took time.Duration) {
+			c.destroySummary(o.Run, o.Result, took, c.resumeHint(o.Loaded, f.varFlags))
+		},
+	})
 }
 
 // confirmDestroy shows what the destroy will do and reads the answer: only "yes" goes on.

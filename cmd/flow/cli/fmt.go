@@ -15,7 +15,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
-	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine"
 )
 
 func (c *CLI) fmtCmd() *cobra.Command {
@@ -91,13 +91,13 @@ func (c *CLI) formatFile(name string, check bool) (bool, error) {
 	}
 	// A file nested too deep is refused before the parser sees it (no source
 	// snippet: its line may be as long as the file).
-	if diags := config.CheckNesting(src, name, config.ConfigSyntax); diags.HasErrors() {
+	if diags := engine.CheckNesting(src, name); diags.HasErrors() {
 		c.printDiags(nil, diags)
 		return false, reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
 	}
 	// Never rewrite a file that does not parse: formatting would garble it.
 	if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
-		c.printDiags(&config.Flow{Files: map[string]*hcl.File{name: {Bytes: src}}}, diags) // for the source snippet
+		c.printDiags(&engine.Flow{Files: map[string]*hcl.File{name: {Bytes: src}}}, diags) // for the source snippet
 		return false, reported(ExitInvalid, fmt.Errorf("%s does not parse", name))
 	}
 	out := hclwrite.Format(src)

@@ -11,7 +11,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/config"
 )
 
 // varFlags are the variable-setting flags shared by run, resume, plan and validate.
@@ -29,7 +28,7 @@ func (v *varFlags) add(cmd *cobra.Command) {
 // recorded by a run being resumed. With partial set, variables without a value are
 // unknown instead of an error (for validate and graph).
 func (c *CLI) load(path string, v varFlags, base map[string]cty.Value, partial bool) (*engine.Loaded, error) {
-	l, flow, diags := engine.Load(path, c.reg, config.VarInputs{Base: base, Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: partial})
+	l, flow, diags := engine.Load(path, c.reg, engine.VarInputs{Base: base, Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: partial})
 	if diags.HasErrors() {
 		return nil, c.reportDiags(flow, diags)
 	}
@@ -39,7 +38,7 @@ func (c *CLI) load(path string, v varFlags, base map[string]cty.Value, partial b
 	return l, nil
 }
 
-func (c *CLI) printDiags(flow *config.Flow, diags hcl.Diagnostics) {
+func (c *CLI) printDiags(flow *engine.Flow, diags hcl.Diagnostics) {
 	var files map[string]*hcl.File
 	if flow != nil {
 		files = flow.Files
@@ -90,7 +89,7 @@ func shortLine(src []byte, offset int) bool {
 }
 
 // reportDiags prints diags and returns the invalid-flow error.
-func (c *CLI) reportDiags(flow *config.Flow, diags hcl.Diagnostics) error {
+func (c *CLI) reportDiags(flow *engine.Flow, diags hcl.Diagnostics) error {
 	c.printDiags(flow, diags)
 	n := len(diags.Errs())
 	msg := "the flow is invalid"

@@ -3,7 +3,7 @@ package cli
 import (
 	"errors"
 
-	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -13,7 +13,7 @@ func (c *CLI) pluginTypes(path string) (*tasks.Registry, map[string]string, erro
 	if path == "" {
 		return c.reg, nil, nil
 	}
-	flow, diags := config.Load(path, c.reg)
+	flow, diags := engine.ReadFlow(path, c.reg)
 	if flow == nil {
 		return nil, nil, c.reportDiags(flow, diags)
 	}

@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine"
 )
 
 func (c *CLI) pluginsCmd() *cobra.Command {
@@ -24,7 +24,7 @@ records the same (flow runs, flow status).`,
 			if flowPath == "" {
 				return failf(ExitInvalid, "flow plugins needs --flow FLOW")
 			}
-			flow, diags := config.Load(flowPath, c.reg)
+			flow, diags := engine.ReadFlow(flowPath, c.reg)
 			if flow == nil || diags.HasErrors() {
 				return c.reportDiags(flow, diags)
 			}
@@ -47,7 +47,7 @@ records the same (flow runs, flow status).`,
 }
 
 // declaredPlugins calls add for each plugin flow and its modules declare, the flow's first.
-func declaredPlugins(flow *config.Flow, add func(pluginDoc)) {
+func declaredPlugins(flow *engine.Flow, add func(pluginDoc)) {
 	for _, p := range flow.Plugins {
 		add(pluginDoc{Name: p.Name, Path: p.Path, Sha256: p.Sha256, Types: p.Types})
 	}

@@ -2,14 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime/debug"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,19 +32,6 @@ func (e *execFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&e.failFast, "fail-fast", false, "start no new task after the first failure")
 	cmd.Flags().DurationVar(&e.transientRetry, "transient-retry", tasks.DefaultTransientRetry,
 		"how long each task retries transient faults (a restarting LXD daemon, API server or registry) on its own; 0 disables")
-}
-
-// addParallelism adds --parallelism (default 10) to cmd, and checks before the command
-// runs that it is at least 1: 0 or less is a usage error naming the flag, on every
-// command that takes it, before anything is opened or created.
-func addParallelism(cmd *cobra.Command, p *int, usage string) {
-	cmd.Flags().IntVar(p, "parallelism", 10, usage)
-	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if *p < 1 {
-			return failf(ExitInvalid, "--parallelism must be at least 1, got %d (see %s --help)", *p, cmd.CommandPath())
-		}
-		return nil
-	}
 }
 
 // transientBound maps the flag to engine.Options.TransientRetry, where 0 means the default.
@@ -120,44 +101,8 @@ variables are never recorded and must be given again.`,
 	return cmd
 }
 
-// addMovedFlow adds --flow, for a run whose flow moved, to resume and destroy.
-func (c *CLI) addMovedFlow(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.movedFlow, "flow", "",
-		"where the run's flow is now, if it moved (its working directory follows it when the old one is gone)")
-}
-
-func exactArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		switch {
-		case len(args) > n && n == 0:
-			return failf(ExitInvalid, "%s takes no arguments; %s", cmd.CommandPath(), extraArgs(args))
-		case len(args) > n:
-			return failf(ExitInvalid, "%s takes %s only; %s (see --help)", cmd.CommandPath(), names, extraArgs(args[n:]))
-		case len(args) < n:
-			return failf(ExitInvalid, "%s needs %s (see --help)", cmd.CommandPath(), names)
-		}
-		return nil
-	}
-}
-
-// extraArgs names the arguments a command does not take.
-func extraArgs(extra []string) string {
-	q := make([]string, len(extra))
-	for i, a := range extra {
-		q[i] = fmt.Sprintf("%q", a)
-	}
-	if len(q) == 1 {
-		return "extra argument " + q[0]
-	}
-	return "extra arguments " + strings.Join(q, ", ")
-}
-
 // execute runs a flow: a new run of path, or, with path "", a resume of the latest run.
 func (c *CLI) execute(path string, f execFlags, fresh bool) error {
-	live, err := f.live(c.stdout)
-	if err != nil {
-		return err
-	}
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		// A run is a batch process with a small live heap: trading some memory for less
 		// garbage collection is measurable on runs of many tasks; the soft limit keeps
@@ -165,83 +110,25 @@ func (c *CLI) execute(path string, f execFlags, fresh bool) error {
 		debug.SetGCPercent(400)
 		debug.SetMemoryLimit(192 << 20)
 	}
-	// Signals are caught from the start: a Ctrl-C while the state opens or the flow
-	// loads must end in exit code 130 and a resumable state, not the default death.
-	out, view := c.progressOut(live)
-	ctx, stopSignals := c.interruptible(c.commandHint("flow resume"), view)
-	defer stopSignals()
-	obs := &observer{cli: c, view: view, parallelism: f.parallelism}
-	req := c.request(f.varFlags, out, live)
-	req.Observer = obs
-	req.Flow, req.New, req.Targets, req.Replace = path, fresh, f.targetAddrs(), f.replaceAddrs()
-	req.NoRefresh, req.KeepRemoved, req.Move = !f.refresh, f.keepRemoved, f.move
-	req.Parallelism, req.FailFast, req.TransientRetry = f.parallelism, f.failFast, f.transientBound()
-	sess := engine.NewSession(c.state(), c.reg)
-	run := sess.Run
-	if path == "" {
-		run, req.Flow = sess.Resume, c.movedFlow
-	}
-	o, err := run(ctx, req)
-	view.close()
-	if err != nil {
-		return c.refused(err)
-	}
-	c.summary(o.Run, o.Result, o.Walker, time.Since(obs.began), c.resumeHint(o.Loaded, f.varFlags))
-	return exitFor(o.Result, o.Err, "run failed")
-}
-
-// exitFor maps how an execution (a run or a destroy) ended to its exit error;
-// failed is the message of a failure the summary already reported.
-func exitFor(res *engine.Result, runErr error, failed string) error {
-	switch {
-	case runErr != nil:
-		return fail(ExitTaskFailed, runErr)
-	case res.Status == engine.Interrupted:
-		return reported(ExitInterrupted, errors.New("interrupted"))
-	case res.Status != engine.Succeeded:
-		return reported(ExitTaskFailed, errors.New(failed))
-	}
-	return nil
-}
-
-// interruptible cancels the context on the first SIGINT or SIGTERM and exits at once
-// on the second; every success was already committed, so nothing recorded is lost.
-// continueWith is the command that continues afterwards. While a live view is drawn,
-// what it says goes into the view, which keeps it on the screen; else to stderr.
-func (c *CLI) interruptible(continueWith string, view *liveView) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		msg := fmt.Sprintf("Interrupting: stopping running tasks (press Ctrl-C again to exit at once; %q continues)", continueWith)
-		if !view.notify(msg) {
-			fmt.Fprintln(c.stderr, "\n"+msg)
-		}
-		cancel()
-		if _, ok := <-sigs; ok {
-			msg := "Exiting at once; the tasks' processes were stopped."
-			if left := engine.KillTasks(); len(left) > 0 {
-				msg = fmt.Sprintf("Exiting at once; could not stop the process groups %v, which still run.", left)
+	return c.walk(walkCall{vars: f.varFlags, progress: f.progressFlag, parallelism: f.parallelism,
+		continueWith: "flow resume", failed: "run failed",
+		set: func(req *engine.Request) {
+			req.Flow, req.New, req.Targets, req.Replace = path, fresh, f.targetAddrs(), f.replaceAddrs()
+			req.NoRefresh, req.KeepRemoved, req.Move = !f.refresh, f.keepRemoved, f.move
+			req.FailFast, req.TransientRetry = f.failFast, f.transientBound()
+			if path == "" {
+				req.Flow = c.movedFlow
 			}
-			if !view.leave(msg) {
-				fmt.Fprintln(c.stderr, msg)
+		},
+		do: func(s *engine.Session, ctx context.Context, req engine.Request) (*engine.Outcome, error) {
+			if path == "" {
+				return s.Resume(ctx, req)
 			}
-			os.Exit(ExitInterrupted)
-		}
-	}()
-	return ctx, func() { signal.Stop(sigs); close(sigs); cancel() }
-}
-
-// displayPath is p relative to the caller's directory when it lies below it. The
-// engine never changes the process's directory, so that is the working directory.
-func displayPath(p string) string {
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, p); err == nil && !filepath.IsAbs(rel) && len(rel) < len(p) && rel[0] != '.' {
-			return rel
-		}
-	}
-	return p
+			return s.Run(ctx, req)
+		},
+		refused: c.refused,
+		summary: func(o *engine.Outcome, took time.Duration) {
+			c.summary(o.Run, o.Result, o.Walker, took, c.resumeHint(o.Loaded, f.varFlags))
+		},
+	})
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/taskdoc"
 )
@@ -46,7 +46,7 @@ With --flow, the types of the plugins that flow names are listed and documented 
 			}
 			t, ok := reg.Lookup(args[0])
 			if !ok {
-				return failf(ExitInvalid, "no task type %q.%s Known types: %s", args[0], config.Suggest(args[0], reg.Names()), strings.Join(reg.Names(), ", "))
+				return failf(ExitInvalid, "no task type %q.%s Known types: %s", args[0], engine.Suggest(args[0], reg.Names()), strings.Join(reg.Names(), ", "))
 			}
 			return c.describeType(t)
 		},

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowdev/flow/engine"
-	"github.com/flowdev/flow/engine/config"
 )
 
 // validateDoc is the `flow validate --json` contract, shaped as terraform's.
@@ -41,7 +40,7 @@ type posDoc struct {
 
 // validateJSON prints one validateDoc; an invalid flow exits 2 as without --json.
 func (c *CLI) validateJSON(path string, v varFlags) error {
-	_, _, diags := engine.Load(path, c.reg, config.VarInputs{Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: true})
+	_, _, diags := engine.Load(path, c.reg, engine.VarInputs{Environ: os.Environ(), Files: v.files, Vars: v.vars, Partial: true})
 	doc := validateDoc{Valid: !diags.HasErrors(), Diagnostics: []diagnosticDoc{}}
 	for _, d := range diags {
 		dd := diagnosticDoc{Severity: "warning", Summary: d.Summary, Detail: d.Detail}
