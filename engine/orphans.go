@@ -113,9 +113,11 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	if undone := s.toUndo(orphans); len(undone) > 0 {
 		(&console{out: req.Out}).line(fmt.Sprintf("No longer in the flow, so undone first: %s.", orphanList(undone)))
 	}
-	w := NewRunner(orphanPlan(orphans, s.reg, scope).Destroy(orphanRecords(orphans)), Options{RunID: run.ID,
-		Store: store, Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
-		Logger: req.logger(scope.Redact), Moved: req.Move, Dir: run.Dir})
+	opts := req.options(run, store, scope.Redact)
+	// The live view shows the run's walk (the orphans' is printed), and every orphan
+	// gets its turn whatever --fail-fast says of the run.
+	opts.Live, opts.FailFast = false, false
+	w := NewRunner(orphanPlan(orphans, s.reg, scope).Destroy(orphanRecords(orphans)), opts)
 	res, err := w.Run(ctx)
 	if err != nil {
 		return 0, nil, err

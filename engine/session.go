@@ -79,6 +79,15 @@ type Request struct {
 	Confirm func(*DestroyPreview) bool
 }
 
+// options is the one way a request becomes a walk's Options: what every walk of run
+// takes from req, over store, redacting with redact. Each walk adds its own (what it
+// resumes, what it undoes, how it finishes).
+func (req *Request) options(run *state.Run, store *state.Store, redact func(string) string) Options {
+	return Options{RunID: run.ID, Store: store, Dir: run.Dir, Parallelism: req.Parallelism,
+		FailFast: req.FailFast, TransientRetry: req.TransientRetry, Replace: req.Replace,
+		NoRefresh: req.NoRefresh, Moved: req.Move, Out: req.Out, Logger: req.logger(redact), Live: req.Live}
+}
+
 // selective reports whether the request acts on what an earlier run left.
 func (r *Request) selective() bool { return len(r.Targets) > 0 || len(r.Replace) > 0 }
 

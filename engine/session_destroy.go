@@ -46,9 +46,9 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 		run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 		return run
 	}
-	d := NewRunner(l.Plan.Destroy(j.created), Options{Previous: j.done, RunID: run.ID, Store: h.store,
-		Parallelism: req.Parallelism, TransientRetry: req.TransientRetry, Out: req.Out,
-		Logger: req.logger(l.Plan.Scope.Redact), Live: req.Live, Finish: finish, Dir: run.Dir})
+	opts := req.options(run, h.store, l.Plan.Scope.Redact)
+	opts.Previous, opts.Finish = j.done, finish
+	d := NewRunner(l.Plan.Destroy(j.created), opts)
 	start.Instances = len(d.shape.order)
 	h.started(&req, start, d)
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }

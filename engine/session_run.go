@@ -140,11 +140,9 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 		return nil, err
 	}
 	made := madeRecords(live)
-	runner := NewRunner(plan, Options{Made: made,
-		Parallelism: req.Parallelism, FailFast: req.FailFast, TransientRetry: req.TransientRetry, RunID: run.ID,
-		Store: h.store, Previous: previous, Replace: req.Replace, NoRefresh: req.NoRefresh, Out: req.Out, Logger: req.logger(plan.Scope.Redact),
-		Live: req.Live, Finish: finish, Dir: run.Dir,
-	})
+	opts := req.options(run, h.store, plan.Scope.Redact)
+	opts.Made, opts.Previous, opts.Finish, opts.Moved = made, previous, finish, false
+	runner := NewRunner(plan, opts)
 	start.Instances = len(plan.Order)
 	h.started(req, start, runner)
 	removed := 0
