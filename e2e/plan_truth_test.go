@@ -172,6 +172,19 @@ func TestPlanMatchesRun(t *testing.T) {
 		next:    []string{"run", "main.hcl", "--var", `members=["m1"]`, "--keep-removed"}, code: 0,
 		reasons: map[string]string{`exec.member["m3"]`: "kept (--keep-removed)"},
 	}, {
+		// A targeted run that left the rest pending holds up nothing: a run without
+		// targets starts anew, and the plan says so rather than previewing a resume.
+		name:    "after a targeted run",
+		history: []step{{args: []string{"run", "main.hcl", "--target", `exec.member["m1"]`}, code: 0}},
+		next:    []string{"run", "main.hcl"}, code: 0,
+		reasons: map[string]string{`exec.member["m1"]`: "again: succeeded in run 1", "exec.gate": "new since run 1"},
+	}, {
+		name:    "a targeted run after a targeted run",
+		history: []step{{args: []string{"run", "main.hcl", "--target", `exec.member["m1"]`}, code: 0}},
+		plan:    []string{"--target", "exec.gate"},
+		next:    []string{"run", "main.hcl", "--target", "exec.gate"}, code: 0,
+		reasons: map[string]string{`exec.member["m1"]`: "up to date: succeeded in run 1", `exec.member["m2"]`: "not run before"},
+	}, {
 		name:    "replace",
 		history: []step{{args: []string{"run", "main.hcl"}, code: 0, after: touchGo}},
 		plan:    []string{"--replace", `exec.member["m2"]`},

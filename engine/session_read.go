@@ -18,6 +18,9 @@ type Preview struct {
 	// From is the run whose records the preview starts from: an unfinished run of the
 	// same flow, or with targets or replacements its latest run; nil for a new run.
 	From *RunRecord
+	// Resumes says the preview is of a resume of From: it did not finish, so a run
+	// refuses, and "flow resume" does what the preview shows.
+	Resumes bool
 	// Last, for a new run, is the flow's latest run (succeeded, or a destroy), which
 	// the reasons name; nil when the flow never ran on the state file.
 	Last      *RunRecord
@@ -52,7 +55,7 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 			return nil, fmt.Errorf("refresh: %w", err)
 		}
 	}
-	pv := &Preview{From: from, Last: hist.last, Plan: plan, Decisions: plan.preview(spec)}
+	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Plan: plan, Decisions: plan.preview(spec)}
 	if hist.last != nil {
 		againReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}
@@ -95,6 +98,7 @@ func (s *Session) previewOrphans(p *Plan, keep bool) ([]Decision, error) {
 // of the flow and its records, named in the reasons.
 type history struct {
 	from     *state.Run
+	resumes  bool
 	previous map[string]*state.Instance
 	base     map[string]cty.Value
 	last     *state.Run
@@ -124,13 +128,15 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	if err != nil {
 		return nil, err
 	}
-	if run.Destroys != 0 || (run.Status == state.Succeeded && !req.selective()) {
+	// As Run decides: a settled run (succeeded, or a targeted run that left the rest
+	// pending) holds up nothing, so a run without targets starts anew.
+	if run.Destroys != 0 || (settled(run) && !req.selective()) {
 		h.last, h.lastRecs = run, recs
 		return h, nil
 	}
 	h.from, h.previous = run, recs
-	if run.Status != state.Succeeded { // a resume; a targeted run starts from the flow's values
-		h.base = given(run, base)
+	if !settled(run) { // a resume; a targeted run starts from the flow's values
+		h.base, h.resumes = given(run, base), true
 	}
 	return h, nil
 }

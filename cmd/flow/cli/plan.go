@@ -91,11 +91,14 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved bool) e
 		return c.planRefused(err)
 	}
 	switch {
+	case pv.From == nil && pv.Last != nil && pv.Last.Destroys == 0 && pv.Last.Status != engine.Succeeded:
+		fmt.Fprintf(c.stdout, "Run %d ran only its --target instances (%q continues it). A new run would run every instance again (each task finds what it already made and leaves it):\n",
+			pv.Last.ID, c.commandHint("flow resume"))
 	case pv.From == nil && pv.Last != nil && pv.Last.Destroys == 0:
 		fmt.Fprintf(c.stdout, "Run %d succeeded. A new run would run every instance again (each task finds what it already made and leaves it):\n", pv.Last.ID)
 	case pv.From == nil:
 		fmt.Fprintln(c.stdout, "A new run would:")
-	case pv.From.Status != engine.Succeeded:
+	case pv.Resumes:
 		fmt.Fprintf(c.stdout, "Resuming run %d would:\n", pv.From.ID)
 	default:
 		fmt.Fprintf(c.stdout, "A new run from the checkpoints of run %d would:\n", pv.From.ID)
