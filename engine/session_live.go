@@ -172,5 +172,9 @@ func (s *Session) askStatus(runID uint64, st *liveStatus) error {
 	if err := live.Status(s.file, runID, &raw); err != nil {
 		return err
 	}
-	return json.Unmarshal(raw, st)
+	if err := json.Unmarshal(raw, st); err != nil || st.Run == nil {
+		// A process of an older flow answers with its CLI's document.
+		return &HolderError{Path: s.path, Answer: s.path + " is held by a flow process of another version, which answers in another form; ask again when it is done"}
+	}
+	return nil
 }
