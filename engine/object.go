@@ -24,9 +24,9 @@ import (
 // which the record never holds, is taken from the flow again.
 
 // keepsObject reports whether a success of kind records its inputs: when it can be
-// undone or its object looked at.
+// undone or its object looked at, as kind's registration found.
 func keepsObject(kind *tasks.Type) bool {
-	return kind.Destroys() || (kind.New != nil && canProbe(kind.New()))
+	return kind.Destroys() || kind.Probes()
 }
 
 // hasObject reports whether rec holds its object (inputs, directory): false for a

@@ -15,17 +15,15 @@ import (
 )
 
 // Refresh, as Terraform's: before a resume, a targeted run or a plan lets a recorded
-// success stand, the instance's type looks at its object, when it can (tasks.Prober,
-// or a plugin's tasks.Checker). What drifted runs again, and the run and the plan say
-// why. Options.NoRefresh (--refresh=false) trusts the records as they are.
+// success stand, the instance's type looks at its object, when it can (its type
+// Probes: a built-in tasks.Prober, or a plugin type that probes or checks). What
+// drifted runs again, and the run and the plan say why. Options.NoRefresh
+// (--refresh=false) trusts the records as they are.
 
-// canProbe reports whether task's type can look at its object.
-func canProbe(task tasks.Task) bool {
-	switch task.(type) {
-	case tasks.Prober, tasks.Checker:
-		return true
-	}
-	return false
+// canProbe reports whether inst's type can look at its object: what its type's
+// registration found, so no task is built to ask.
+func canProbe(inst *Instance) bool {
+	return inst.Task.Kind.Probes()
 }
 
 // drift asks task whether what its recorded success made is still there: "" when it
@@ -37,32 +35,23 @@ func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Ins
 	if prev != nil && len(prev.Outputs) > 0 {
 		recorded = decodeOutputs(prev)
 	}
-	switch t := task.(type) {
-	case tasks.Prober:
-		what, err := t.Probe(ctx, env, recorded)
-		if err != nil {
-			return fmt.Sprintf("refresh could not look at it (%v)", err)
-		}
-		if what != "" {
-			return "drifted since it succeeded: " + what
-		}
-	case tasks.Checker:
-		res, err := t.Check(ctx, env)
-		switch {
-		case err != nil:
-			return fmt.Sprintf("refresh could not look at it (%v)", err)
-		case res.State == tasks.Absent:
-			return "drifted since it succeeded: it is gone"
-		case res.State == tasks.Differs:
-			return "drifted since it succeeded: " + res.Detail
-		}
+	p, ok := task.(tasks.Prober) // asked only of a type that Probes (canProbe)
+	if !ok {
+		return ""
+	}
+	what, err := p.Probe(ctx, env, recorded)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("refresh could not look at it (%v)", err)
+	case what != "":
+		return "drifted since it succeeded: " + what
 	}
 	return ""
 }
 
 // refresh is drift for inst's evaluated task, unless the run trusts its records.
 func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated, prev *state.Instance) string {
-	if c.opts.NoRefresh || !canProbe(ev.task) {
+	if c.opts.NoRefresh || !canProbe(inst) {
 		return ""
 	}
 	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr), prev, c.opts.Dir), prev)
@@ -106,7 +95,7 @@ type probeJob struct {
 func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (func(*Instance, *evaluated, *state.Instance) string, error) {
 	var jobs []probeJob
 	spec.look = func(inst *Instance, ev *evaluated, prev *state.Instance) string {
-		if canProbe(ev.task) {
+		if canProbe(inst) {
 			jobs = append(jobs, probeJob{inst, ev, prev})
 		}
 		return ""

@@ -7,20 +7,19 @@ import (
 	"github.com/flowdev/flow/tasks"
 )
 
-// EncodeSchema describes t for the Schema call: its documentation, the attributes
-// of the config struct New returns, its outputs, and whether its tasks implement
-// tasks.Destroyer, tasks.Checker and tasks.Prober.
+// EncodeSchema describes t, a registered type, for the Schema call: its
+// documentation, the attributes of the config struct New returns, its outputs, and
+// its capabilities: what its registration found (tasks.Caps), and whether its tasks
+// are a Checker, the protocol's own capability, asked here once per type.
 func EncodeSchema(t tasks.Type) (*pluginpb.TypeSchema, error) {
 	task := t.New()
 	attrs, err := tasks.Attributes(task)
 	if err != nil {
 		return nil, fmt.Errorf("task type %q: %w", t.Name, err)
 	}
-	_, destroys := task.(tasks.Destroyer)
-	_, checks := task.(tasks.Checker)
-	_, probes := task.(tasks.Prober)
+	_, checks := task.(Checker)
 	s := &pluginpb.TypeSchema{Name: t.Name, Summary: t.Summary, Doc: t.Doc, Example: t.Example,
-		Undo: t.Undo, UndoAttr: t.UndoAttr, Destroys: destroys, Checks: checks, Probes: probes,
+		Undo: t.Undo, UndoAttr: t.UndoAttr, Destroys: t.Destroys(), Checks: checks, Probes: t.Probes(),
 		DestroyReads: t.DestroyReads}
 	for _, a := range attrs {
 		ty, err := EncodeType(a.Type)

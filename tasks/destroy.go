@@ -25,15 +25,6 @@ const (
 	UndoNothing = "Nothing to undo: it creates nothing that outlives the run."
 )
 
-// Destroys reports whether t's instances implement Destroyer.
-func (t *Type) Destroys() bool {
-	if t.New == nil {
-		return false
-	}
-	_, ok := t.New().(Destroyer)
-	return ok
-}
-
 // UndoText is how t is undone, in full: its Undo, or what follows from whether it is
 // a Destroyer. `flow tasks`, the generated pages and flow destroy all read it here.
 func (t *Type) UndoText() string {

@@ -24,7 +24,9 @@ type Type struct {
 	// Example is a complete task block, shown by `flow tasks NAME`.
 	Example string
 	// Undo says what `flow destroy` does with what the task made: how a Destroyer
-	// undoes it, that there is nothing to undo (UndoNothing), or why it cannot.
+	// undoes it ("flow destroy removes ..."), that there is nothing to undo
+	// (UndoNothing), or why it cannot. Register rejects a type whose Undo says what
+	// flow destroy does but that is no Destroyer, and a Destroyer with UndoNothing.
 	Undo string
 	// UndoAttr, for a Destroyer, names an attribute without which an instance has
 	// nothing to undo (exec's undo script): flow destroy leaves such instances alone.
@@ -36,8 +38,12 @@ type Type struct {
 	// input must be known and the task must validate, as for Run.
 	DestroyReads []string
 	// Refresh, for a Prober, says what its Probe looks at ("the instance exists and
-	// runs"), shown by `flow tasks NAME`; Check requires it of every Prober.
+	// runs"), shown by `flow tasks NAME`; Register requires it of every Prober and of
+	// no other type.
 	Refresh string
+
+	// caps is what its tasks implement, found by Register (see Caps).
+	caps Caps
 }
 
 var errNoPluginLoader = errors.New("this flow binary cannot start plugins")
@@ -77,15 +83,21 @@ func NewRegistry() *Registry {
 }
 
 // Register adds t. It fails on an empty or duplicate name or a missing constructor.
-// It does not reflect over the config struct: every command would pay for that at
-// start-up, so Check does it, and the tests of whoever builds a registry call Check
-// (as Terraform providers call InternalValidate in their tests).
+// It calls New once to find what the type's tasks can do (Caps) and fails, naming
+// every problem, when the type's documentation claims a capability its tasks lack or
+// leaves one undocumented (Init). It does not reflect over the config struct:
+// every command would pay for that at start-up, so Check does it, and the tests of
+// whoever builds a registry call Check (as Terraform providers call InternalValidate
+// in their tests).
 func (r *Registry) Register(t Type) error {
 	if t.Name == "" || t.New == nil {
 		return fmt.Errorf("register task type %q: name and constructor are required", t.Name)
 	}
 	if _, dup := r.types[t.Name]; dup {
 		return fmt.Errorf("register task type %q: already registered", t.Name)
+	}
+	if err := t.Init(); err != nil {
+		return fmt.Errorf("register task type %q: %w", t.Name, err)
 	}
 	r.types[t.Name] = &t
 	return nil
@@ -108,9 +120,6 @@ func (r *Registry) Check() error {
 			if IsMetaAttribute(a.Name) {
 				errs = append(errs, fmt.Errorf("task type %q: attribute %q is reserved for the engine", name, a.Name))
 			}
-		}
-		if _, probes := r.types[name].New().(Prober); probes && r.types[name].Refresh == "" {
-			errs = append(errs, fmt.Errorf("task type %q: it is a Prober without Refresh", name))
 		}
 		for _, read := range r.types[name].DestroyReads {
 			if !known[read] {

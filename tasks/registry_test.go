@@ -79,11 +79,9 @@ func TestCheck(t *testing.T) {
 	reg.MustRegister(tasks.Type{Name: "sample", New: func() tasks.Task { return &sample{} }})
 	reg.MustRegister(tasks.Type{Name: "blocky", New: func() tasks.Task { return &withBlock{} }})
 	reg.MustRegister(tasks.Type{Name: "res", New: func() tasks.Task { return &reserved{} }})
-	reg.MustRegister(tasks.Type{Name: "reads", DestroyReads: []string{"name", "path"}, New: func() tasks.Task { return &sample{} }})
-	reg.MustRegister(tasks.Type{Name: "probes", New: func() tasks.Task { return &prober{} }})
+	reg.MustRegister(tasks.Type{Name: "reads", DestroyReads: []string{"name", "path"}, New: func() tasks.Task { return &namedDestroyer{} }})
 	err := reg.Check()
 	want := "task type \"blocky\": field Inner: nested blocks are not supported; use a map or object attribute\n" +
-		"task type \"probes\": it is a Prober without Refresh\n" +
 		"task type \"reads\": DestroyReads names \"path\", which is no attribute\n" +
 		"task type \"res\": attribute \"timeout\" is reserved for the engine"
 	if err == nil || err.Error() != want {
@@ -125,8 +123,12 @@ func TestAttributesAndDecode(t *testing.T) {
 	}
 }
 
-// prober is a sample that can probe, for Check's rule that a Prober says what it
-// looks at.
-type prober struct{ sample }
+// namedDestroyer is a Destroyer with one attribute, name, for Check's rule that
+// DestroyReads names attributes.
+type namedDestroyer struct {
+	Name string `hcl:"name"`
+}
 
-func (*prober) Probe(context.Context, *tasks.Env, tasks.Outputs) (string, error) { return "", nil }
+func (*namedDestroyer) Validate() error                                          { return nil }
+func (*namedDestroyer) Run(context.Context, *tasks.Env) (tasks.Outputs, error)   { return nil, nil }
+func (*namedDestroyer) Destroy(context.Context, *tasks.Env, tasks.Outputs) error { return nil }

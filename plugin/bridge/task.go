@@ -22,12 +22,7 @@ func (h *hostProc) taskType(wt WireType) tasks.Type {
 	return tasks.Type{
 		Name: wt.Name, Summary: wt.Summary, Doc: wt.Doc, Outputs: wt.Outputs, Example: wt.Example,
 		Undo: wt.Undo, UndoAttr: wt.UndoAttr, DestroyReads: wt.DestroyReads, Refresh: wt.Refresh,
-		New: func() tasks.Task {
-			if wt.Destroys {
-				return &destroyerTask{Task: &Task{typ: rt}}
-			}
-			return &Task{typ: rt}
-		},
+		New: func() tasks.Task { return newTask(rt) },
 	}
 }
 
@@ -38,14 +33,52 @@ type Task struct {
 	values map[string]cty.Value
 }
 
-// destroyerTask is a Task of a type whose schema says it can be destroyed.
-type destroyerTask struct{ *Task }
+// A Task implements the optional interfaces its WireType declares, and no other, so
+// that registering its type finds them (tasks.CapsOf): destroyerTask a type that
+// destroys, proberTask one that probes, proberDestroyerTask both.
+type (
+	destroyerTask       struct{ *Task }
+	proberTask          struct{ *Task }
+	proberDestroyerTask struct{ *Task }
+)
 
 var (
 	_ tasks.Described = (*Task)(nil)
-	_ tasks.Prober    = (*Task)(nil)
 	_ tasks.Destroyer = (*destroyerTask)(nil)
+	_ tasks.Prober    = (*proberTask)(nil)
+	_ tasks.Destroyer = (*proberDestroyerTask)(nil)
+	_ tasks.Prober    = (*proberDestroyerTask)(nil)
 )
+
+// newTask is a task of rt with the capabilities its WireType declares.
+func newTask(rt *remoteType) tasks.Task {
+	t := &Task{typ: rt}
+	switch {
+	case rt.wire.Destroys && rt.wire.Probes:
+		return &proberDestroyerTask{t}
+	case rt.wire.Destroys:
+		return &destroyerTask{t}
+	case rt.wire.Probes:
+		return &proberTask{t}
+	}
+	return t
+}
+
+func (t *destroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+	return t.destroy(ctx, env, recorded)
+}
+
+func (t *proberTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	return t.probe(ctx, env, recorded)
+}
+
+func (t *proberDestroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+	return t.destroy(ctx, env, recorded)
+}
+
+func (t *proberDestroyerTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	return t.probe(ctx, env, recorded)
+}
 
 // Schema is the type's attributes, from the plugin's schema.
 func (t *Task) Schema() []tasks.Attribute { return t.typ.attrs }
@@ -118,8 +151,8 @@ func (t *Task) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	return out, res.Err.Error()
 }
 
-// Probe asks the plugin whether what the recorded success made is still as it was.
-func (t *Task) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+// probe asks the plugin whether what the recorded success made is still as it was.
+func (t *Task) probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
 	m, err := t.withRecorded(OpProbe, env, recorded)
 	if err != nil {
 		return "", err
@@ -131,8 +164,8 @@ func (t *Task) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs
 	return res.Drift, res.Err.Error()
 }
 
-// Destroy asks the plugin to undo the task, streaming its output to env.
-func (t *destroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+// destroy asks the plugin to undo the task, streaming its output to env.
+func (t *Task) destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
 	m, err := t.withRecorded(OpDestroy, env, recorded)
 	if err != nil {
 		return err

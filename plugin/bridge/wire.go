@@ -74,7 +74,10 @@ type WireType struct {
 	DestroyReads []string          `json:"destroy_reads,omitempty"`
 	Refresh      string            `json:"refresh,omitempty"`
 	Attributes   []tasks.Attribute `json:"attributes,omitempty"`
-	Destroys     bool              `json:"destroys,omitempty"`
+	// Destroys and Probes are the type's capabilities (tasks.Caps): flow's side of
+	// the type implements tasks.Destroyer and tasks.Prober as they say.
+	Destroys bool `json:"destroys,omitempty"`
+	Probes   bool `json:"probes,omitempty"`
 }
 
 // WireValue is a cty value with its type; Sensitive says it was marked

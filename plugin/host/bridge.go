@@ -126,18 +126,26 @@ func (s *bridgeServer) answer(ctx context.Context, m *bridge.Message) *bridge.Me
 				break
 			}
 		}
-		if m.Op == bridge.OpProbe {
-			res.Drift, err = task.(tasks.Prober).Probe(ctx, env, recorded)
-		} else if d, ok := task.(tasks.Destroyer); ok {
-			err = d.Destroy(ctx, env, recorded)
-		} else {
-			err = fmt.Errorf("task type %q cannot be destroyed", s.typeName(m.Type))
-		}
+		res.Drift, err = s.probeOrDestroy(ctx, m, task, env, recorded)
 	default:
 		err = fmt.Errorf("unknown call %q", m.Op)
 	}
 	res.Err = bridge.EncodeError(err)
 	return res
+}
+
+// probeOrDestroy calls task's Probe or Destroy, as m asks, when task has it.
+func (s *bridgeServer) probeOrDestroy(ctx context.Context, m *bridge.Message, task tasks.Task, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	if m.Op == bridge.OpProbe {
+		if p, ok := task.(tasks.Prober); ok {
+			return p.Probe(ctx, env, recorded)
+		}
+		return "", fmt.Errorf("task type %q cannot be probed", s.typeName(m.Type))
+	}
+	if d, ok := task.(tasks.Destroyer); ok {
+		return "", d.Destroy(ctx, env, recorded)
+	}
+	return "", fmt.Errorf("task type %q cannot be destroyed", s.typeName(m.Type))
 }
 
 // encodeOutputs is out for the wire, keeping runErr, the Run's own error.
@@ -162,7 +170,7 @@ func (s *bridgeServer) load(m *bridge.Message) *bridge.Message {
 		if d, ok := task.(tasks.Described); ok {
 			wt.Attributes = d.Schema()
 		}
-		_, wt.Destroys = task.(tasks.Destroyer)
+		wt.Destroys, wt.Probes = t.Destroys(), t.Probes() // as Process.Types found them
 		s.types = append(s.types, t)
 		res.Types = append(res.Types, wt)
 	}

@@ -22,13 +22,53 @@ type Task struct {
 	values map[string]cty.Value
 }
 
-// destroyerTask is a Task of a type whose schema says it can be destroyed.
-type destroyerTask struct{ *Task }
+// A Task implements the optional interfaces its type's schema declares, and no
+// other, so that registering its type finds them (tasks.CapsOf): destroyerTask a
+// type that destroys, proberTask one that probes or checks (Task.probe), and
+// proberDestroyerTask both.
+type (
+	destroyerTask       struct{ *Task }
+	proberTask          struct{ *Task }
+	proberDestroyerTask struct{ *Task }
+)
 
 var (
 	_ tasks.Described = (*Task)(nil)
 	_ tasks.Destroyer = (*destroyerTask)(nil)
+	_ tasks.Prober    = (*proberTask)(nil)
+	_ tasks.Destroyer = (*proberDestroyerTask)(nil)
+	_ tasks.Prober    = (*proberDestroyerTask)(nil)
 )
+
+// newTask is a task of rt implementing Destroyer when destroys, Prober when probes.
+func newTask(rt *remoteType, destroys, probes bool) tasks.Task {
+	t := &Task{typ: rt}
+	switch {
+	case destroys && probes:
+		return &proberDestroyerTask{t}
+	case destroys:
+		return &destroyerTask{t}
+	case probes:
+		return &proberTask{t}
+	}
+	return t
+}
+
+func (t *destroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+	return t.destroy(ctx, env, recorded)
+}
+
+func (t *proberTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	return t.probe(ctx, env, recorded)
+}
+
+func (t *proberDestroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+	return t.destroy(ctx, env, recorded)
+}
+
+func (t *proberDestroyerTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
+	return t.probe(ctx, env, recorded)
+}
 
 // Schema is the type's attributes, from the plugin's schema.
 func (t *Task) Schema() []tasks.Attribute { return t.typ.attrs }
@@ -118,8 +158,8 @@ func (t *Task) check(ctx context.Context, rpc pluginpb.TaskPluginClient, req *pl
 	return out, true, nil
 }
 
-// Destroy asks the plugin to undo the task, streaming its output to env.
-func (t *destroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
+// destroy asks the plugin to undo the task, streaming its output to env.
+func (t *Task) destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
 	req, err := t.request(env)
 	if err != nil {
 		return err
@@ -204,13 +244,10 @@ func (s *stopWriter) Write(p []byte) {
 	}
 }
 
-// Probe asks the plugin whether what the recorded success made is still as it was:
-// its Probe (protocol 2), or its Check when the type has no Probe; a type with
-// neither is trusted. A non-empty drift carries the plugin's detail.
-func (t *Task) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
-	if !t.typ.checks && !t.typ.probes {
-		return "", nil
-	}
+// probe asks the plugin whether what the recorded success made is still as it was:
+// its Probe (protocol 2), or its Check when the type has no Probe (a type with
+// neither is no tasks.Prober). A non-empty drift carries the plugin's detail.
+func (t *Task) probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
 	req, err := t.request(env)
 	if err != nil {
 		return "", err
@@ -250,5 +287,3 @@ func withDetail(what, detail string) string {
 	}
 	return what + ": " + detail
 }
-
-var _ tasks.Prober = (*Task)(nil)

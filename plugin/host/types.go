@@ -21,8 +21,9 @@ type remoteType struct {
 }
 
 // Types asks p for its schema and returns a tasks.Type for each type it serves,
-// documented as served by p. A type whose attribute is one of the shared settings is
-// an error, as for a built-in type.
+// documented as served by p, its capabilities found (tasks.Type.Init) from what its
+// schema declares. A type whose attribute is one of the shared settings, or whose
+// documentation disagrees with its capabilities, is an error, as for a built-in type.
 func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 	rpc, err := p.conn()
 	if err != nil {
@@ -48,19 +49,18 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 		}
 		rt := &remoteType{proc: p, name: s.GetName(), attrs: attrs, outputs: outputs, checks: s.GetChecks(),
 			probes: s.GetProbes() && version >= 2}
-		destroys := s.GetDestroys()
-		out = append(out, tasks.Type{
+		destroys, probes := s.GetDestroys(), rt.checks || rt.probes
+		t := tasks.Type{
 			Name: s.GetName(), Summary: s.GetSummary(),
 			Doc:     s.GetDoc() + fmt.Sprintf("\n\nServed by the plugin %q (%s).", p.Name, p.Path),
 			Outputs: outputs, Example: s.GetExample(), Undo: s.GetUndo(), UndoAttr: s.GetUndoAttr(),
 			DestroyReads: s.GetDestroyReads(), Refresh: refreshText(rt.checks, rt.probes),
-			New: func() tasks.Task {
-				if destroys {
-					return &destroyerTask{Task: &Task{typ: rt}}
-				}
-				return &Task{typ: rt}
-			},
-		})
+			New: func() tasks.Task { return newTask(rt, destroys, probes) },
+		}
+		if err := t.Init(); err != nil {
+			return nil, fmt.Errorf("plugin %q: task type %q: %w", p.Name, t.Name, err)
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }

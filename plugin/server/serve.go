@@ -1,5 +1,5 @@
 // Package server serves flow's own task types (tasks.Type: an hcl-tagged config
-// struct with Validate and Run, optionally tasks.Destroyer, tasks.Checker and
+// struct with Validate and Run, optionally tasks.Destroyer, plugin.Checker and
 // tasks.Prober) from a plugin executable in this repository, exactly as a built-in
 // type is written:
 //

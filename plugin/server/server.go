@@ -91,7 +91,7 @@ func (s *Server) Check(ctx context.Context, req *pluginpb.TaskRequest) (*pluginp
 	if err != nil {
 		return &pluginpb.CheckResponse{Error: err.Error()}, nil
 	}
-	c, ok := task.(tasks.Checker)
+	c, ok := task.(plugin.Checker)
 	if !ok {
 		return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_ABSENT}, nil
 	}
@@ -118,7 +118,7 @@ func (s *Server) Probe(ctx context.Context, req *pluginpb.ProbeRequest) (*plugin
 	}
 	p, ok := task.(tasks.Prober)
 	if !ok {
-		if _, checks := task.(tasks.Checker); checks {
+		if _, checks := task.(plugin.Checker); checks {
 			return s.Check(ctx, req.GetTask())
 		}
 		return &pluginpb.CheckResponse{State: pluginpb.CheckResponse_PRESENT}, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/plugin"
 	"github.com/flowdev/flow/plugin/server"
 	"github.com/flowdev/flow/tasks"
 )
@@ -61,17 +62,17 @@ func (m *Marker) outputs() tasks.Outputs {
 }
 
 // Check finds the file.
-func (m *Marker) Check(_ context.Context, _ *tasks.Env) (tasks.CheckResult, error) {
+func (m *Marker) Check(_ context.Context, _ *tasks.Env) (plugin.CheckResult, error) {
 	b, err := os.ReadFile(m.Path)
 	switch {
 	case os.IsNotExist(err):
-		return tasks.CheckResult{State: tasks.Absent}, nil
+		return plugin.CheckResult{State: plugin.Absent}, nil
 	case err != nil:
-		return tasks.CheckResult{}, err
+		return plugin.CheckResult{}, err
 	case string(b) != m.Content:
-		return tasks.CheckResult{State: tasks.Differs, Detail: fmt.Sprintf("%s holds %q, not %q", m.Path, b, m.Content)}, nil
+		return plugin.CheckResult{State: plugin.Differs, Detail: fmt.Sprintf("%s holds %q, not %q", m.Path, b, m.Content)}, nil
 	}
-	return tasks.CheckResult{State: tasks.Present, Detail: m.Path, Outputs: m.outputs()}, nil
+	return plugin.CheckResult{State: plugin.Present, Detail: m.Path, Outputs: m.outputs()}, nil
 }
 
 // Run writes the file.
@@ -132,7 +133,7 @@ func (m *Marker) Destroy(_ context.Context, env *tasks.Env, _ tasks.Outputs) err
 }
 
 var (
-	_ tasks.Checker   = (*Marker)(nil)
+	_ plugin.Checker  = (*Marker)(nil)
 	_ tasks.Destroyer = (*Marker)(nil)
 )
 
