@@ -1,15 +1,17 @@
-// Package engine owns a flow's execution. A Session, opened on a state file, is what
+// Package engine owns a flow's execution. A Session, opened on a state, is what
 // commands use: Run, Resume and Destroy decide whether a request starts a run,
-// continues one or is refused (typed errors), walk the plan and write every run
-// record; Preview says what a run would do; Runs, Status and Log read what was
-// recorded. Beneath it: loading a flow into a plan in one call (Load: files,
-// variables, scope, instances and their graph), the one walker that runs a plan with
-// checkpoints (Runner), previewing (Plan.Preview) and selecting (Plan.Select for
-// --target).
+// continues one or is refused (typed errors), walk a plan and write every run record;
+// while one holds the state it answers other processes' reads on the state's socket;
+// Preview says what a run would do; Runs, Status and Log read what was recorded, from
+// the holder when there is one. Beneath it: loading a flow into a plan in one call
+// (Load: files, variables, scope, instances and their graph), previewing
+// (Plan.Preview), selecting (Plan.Select for --target), the reversed plan a destroy
+// walks (Plan.Destroy), and the one walker (Runner), which follows the shape its plan
+// gives — a run's or a destroy's — with checkpoints, and has no mode of its own.
 //
-// It does not own HCL parsing and evaluation rules (engine/config), the state file's
+// It does not own HCL parsing and evaluation rules (engine/config), the state's
 // format and locking (engine/state, whose records it names as RunRecord,
-// InstanceRecord and Status), task types (tasks and its subpackages, reached only
-// through the registry it is given), nor flags, signals, the live socket, the live
-// view or printing (cmd/flow/cli).
+// InstanceRecord and Status), the socket's protocol (engine/live), task types (tasks
+// and its subpackages, reached only through the registry it is given), nor flags,
+// signals, the live view or printing (cmd/flow/cli).
 package engine
