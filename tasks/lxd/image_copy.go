@@ -47,7 +47,8 @@ which is what its undo removes.`,
 			{Name: "alias", Type: cty.String, Doc: "The alias on to, for lxd_launch's image."},
 			{Name: "made", Type: cty.String, Doc: `What the task created on to: "image" (the image, with the alias), "alias" (only the alias) or "" (nothing).`},
 		},
-		Undo: `flow destroy removes what the task created (its output made): the image it copied (kept, with only the alias removed, when other aliases name it too), or the alias it added. An image that was on to before stays. A run killed after the copy but before its checkpoint finds the image there when resumed, and records nothing made.`,
+		Refresh: "the alias is on to and points at the copied image",
+		Undo:    `flow destroy removes what the task created (its output made): the image it copied (kept, with only the alias removed, when other aliases name it too), or the alias it added. An image that was on to before stays. A run killed after the copy but before its checkpoint finds the image there when resumed, and records nothing made.`,
 		Example: `task "lxd_image_copy" "member_on_b" {
   image = "flow-member"
   to    = local.host_b
