@@ -194,7 +194,7 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 		res.value = instanceValue(inst.Task, ev.inputs, conv)
 	}
 	if keepsObject(inst.Task.Kind) {
-		res.inputs, res.withheld = storedInputs(ev.inputs)
+		res.inputs, res.withheld = storedInputs(withoutSensitiveKeys(inst.Task.Attrs, ev.inputs))
 	}
 	if redact {
 		res.redacted = true

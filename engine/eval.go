@@ -180,7 +180,15 @@ func (p *Plan) evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*eva
 			known = false
 			continue
 		}
-		ev.sensitive = ev.sensitive || conv.ContainsMarked()
+		// A single-use secret (a sensitive key) feeds no output: it alone does not
+		// make the outputs secret.
+		ev.sensitive = ev.sensitive || withoutKeys(a, conv).ContainsMarked()
+		if len(a.SensitiveKeys) > 0 {
+			conv = markSensitiveKeys(a, conv)
+			if p.Scope != nil && conv.IsWhollyKnown() {
+				p.Scope.AddSecrets(conv)
+			}
+		}
 		known = known && conv.IsWhollyKnown()
 		ev.inputs[a.Name] = conv
 	}
@@ -275,6 +283,7 @@ func fingerprint(t *config.Task, inputs map[string]cty.Value) (string, map[strin
 	all := sha256.New()
 	all.Write([]byte(t.Type))
 	per := make(map[string]string, len(t.Attrs))
+	inputs = withoutSensitiveKeys(t.Attrs, inputs)
 	for _, a := range t.Attrs {
 		if t.Kind != nil && a.Name == t.Kind.UndoAttr {
 			continue // how to undo a task is not what it does: changing it re-runs nothing

@@ -17,6 +17,12 @@ type Attribute struct {
 	Doc      string
 	// Sensitive attributes hold a secret (tag `sensitive:"true"`); flow tasks says so.
 	Sensitive bool
+	// SensitiveKeys (tag `sensitive_keys:"k1,k2"`) are keys of a map attribute whose
+	// values are single-use secrets, such as an LXD trust token: the engine marks them
+	// sensitive (redacted from logs), leaves them out of the recorded inputs and the
+	// fingerprint, so an undo, refresh or resume runs without them and a new token
+	// changes nothing. A task must therefore not need them once it has succeeded.
+	SensitiveKeys []string
 }
 
 // Described is a task whose attributes are described at run time rather than by
@@ -49,6 +55,9 @@ func Attributes(t Task) ([]Attribute, error) {
 		}
 		name, kind, _ := strings.Cut(tag, ",")
 		a := Attribute{Name: name, Doc: f.Tag.Get("doc"), Sensitive: f.Tag.Get("sensitive") == "true"}
+		if keys := f.Tag.Get("sensitive_keys"); keys != "" {
+			a.SensitiveKeys = strings.Split(keys, ",")
+		}
 		switch kind {
 		case "", "attr":
 			a.Required = true

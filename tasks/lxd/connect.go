@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -18,11 +17,12 @@ import (
 // remoteKeys are the keys a task's `remote` map may hold, as RemoteDoc explains
 // them, in the order errors list them. Certificate and key values are file paths,
 // so key material stays on disk and never enters the flow's values, logs or state.
-var remoteKeys = []string{"address", "client_cert", "client_key", "project", "server_cert", "socket"}
+// trust_token is the one secret: single-use, it is never recorded (see trust.go).
+var remoteKeys = []string{"address", "client_cert", "client_key", "project", "server_cert", "socket", "trust_token"}
 
 // RemoteDoc is the documentation of the `remote` attribute, shared by every
 // LXD task type.
-const RemoteDoc = `LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it.`
+const RemoteDoc = `LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it.`
 
 // validateRemote checks a `remote` map offline: known keys, an https address,
 // and the certificate files that an HTTPS remote needs.
@@ -39,7 +39,7 @@ func validateRemote(remote map[string]string) error {
 	}
 	addr := remote["address"]
 	if addr == "" {
-		for _, k := range []string{"client_cert", "client_key", "server_cert"} {
+		for _, k := range []string{"client_cert", "client_key", "server_cert", "trust_token"} {
 			if remote[k] != "" {
 				return fmt.Errorf("%s is only used with address (an HTTPS remote)", k)
 			}
@@ -54,6 +54,9 @@ func validateRemote(remote map[string]string) error {
 	}
 	if (remote["client_cert"] == "") != (remote["client_key"] == "") {
 		return errors.New("client_cert and client_key must be set together")
+	}
+	if remote["trust_token"] != "" && (remote["client_cert"] == "" || remote["server_cert"] == "") {
+		return errors.New("trust_token needs client_cert, client_key and server_cert: the paths of the certificate it makes trusted and of the server's, pinned on first contact")
 	}
 	return nil
 }
@@ -84,23 +87,11 @@ func connect(ctx context.Context, remote map[string]string) (lxdclient.InstanceS
 		err error
 	)
 	if addr := remote["address"]; addr != "" {
-		args := &lxdclient.ConnectionArgs{UserAgent: "flow"}
-		for key, dst := range map[string]*string{
-			"client_cert": &args.TLSClientCert,
-			"client_key":  &args.TLSClientKey,
-			"server_cert": &args.TLSServerCert,
-		} {
-			if path := remote[key]; path != "" {
-				b, rerr := os.ReadFile(path)
-				if rerr != nil {
-					return nil, fmt.Errorf("connect to LXD at %s: read %s: %w", addr, key, rerr)
-				}
-				*dst = string(b)
-			}
-		}
-		srv, err = lxdclient.ConnectLXDWithContext(ctx, addr, args)
-		if err != nil {
+		if err := ensureTrust(ctx, remote); err != nil {
 			return nil, fmt.Errorf("connect to LXD at %s: %w", addr, err)
+		}
+		if srv, err = connectHTTPS(ctx, remote); err != nil {
+			return nil, err
 		}
 		// An untrusted client still connects and may read /1.0; say so now rather
 		// than with a bare "not authorized" on the task's first real request.

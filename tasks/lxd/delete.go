@@ -16,7 +16,7 @@ import (
 // Delete removes instances, then profiles, then images, skipping what is
 // already absent. It is the hcl config struct of the lxd_delete task type.
 type Delete struct {
-	Remote    map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote    map[string]string `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Instances []string          `hcl:"instances,optional" doc:"Instances to delete; running ones are stopped first."`
 	Profiles  []string          `hcl:"profiles,optional" doc:"Profiles to delete, after the instances (LXD refuses to delete a profile in use)."`
 	Images    []string          `hcl:"images,optional" doc:"Image aliases whose images are deleted, with the aliases; an image that other aliases also name is kept and only the alias is deleted."`

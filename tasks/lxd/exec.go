@@ -19,7 +19,7 @@ import (
 // Exec runs a command or shell script inside an LXD instance. It is the hcl
 // config struct of the lxd_exec task type.
 type Exec struct {
-	Remote          map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote          map[string]string `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Instance        string            `hcl:"instance" doc:"Name of the running instance to run in."`
 	Command         []string          `hcl:"command,optional" doc:"Program and arguments, run directly inside the instance (looked up in the instance's PATH). Exactly one of command and script is required."`
 	Script          string            `hcl:"script,optional" doc:"Shell script run by /bin/sh -c inside the instance. Exactly one of command and script is required."`

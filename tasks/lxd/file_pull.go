@@ -14,7 +14,7 @@ import (
 // FilePull copies a file or directory tree out of an LXD instance. It is the
 // hcl config struct of the lxd_file_pull task type.
 type FilePull struct {
-	Remote      map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote      map[string]string `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Instance    string            `hcl:"instance" doc:"Name of the instance to pull from; it may be stopped."`
 	Source      string            `hcl:"source" doc:"Absolute path inside the instance: a file (a symlink is followed) or, with recursive, a directory."`
 	Destination string            `hcl:"destination" doc:"Local path of the file, or for a directory the local directory that receives its contents; missing parent directories are created."`

@@ -13,7 +13,7 @@ import (
 // FilePush copies a local file, a local directory tree or literal content into
 // an LXD instance. It is the hcl config struct of the lxd_file_push task type.
 type FilePush struct {
-	Remote      map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote      map[string]string `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Instance    string            `hcl:"instance" doc:"Name of the instance to push into; it may be stopped."`
 	Source      string            `hcl:"source,optional" doc:"Local file or directory; a directory is pushed recursively, symlinks as symlinks. Exactly one of source and content is required."`
 	Content     *string           `hcl:"content,optional" doc:"Text written to destination instead of a local file. Exactly one of source and content is required."`

@@ -21,7 +21,7 @@ import (
 // ImageImport uploads a local image into the server's image store under an
 // alias. It is the hcl config struct of the lxd_image_import task type.
 type ImageImport struct {
-	Remote      map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote      map[string]string `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	File        string            `hcl:"file,optional" doc:"Unified image tarball (metadata.yaml and rootfs/ in one file). Exactly one of file and metadata + rootfs is required."`
 	Metadata    string            `hcl:"metadata,optional" doc:"Metadata tarball of a split image; needs rootfs."`
 	Rootfs      string            `hcl:"rootfs,optional" doc:"Root file system of a split image (squashfs or tarball; .img or .qcow2 for a virtual machine); needs metadata."`

@@ -18,7 +18,7 @@ import (
 // optionally waits until a command succeeds inside it. It is the hcl config
 // struct of the lxd_launch task type.
 type Launch struct {
-	Remote      map[string]string            `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote      map[string]string            `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Name        string                       `hcl:"name" doc:"Instance name (letters, digits and hyphens, as a hostname)."`
 	Image       string                       `hcl:"image" doc:"Alias or fingerprint in the server's image store, or REMOTE:ALIAS for the remotes ubuntu, ubuntu-daily and images."`
 	ImageServer map[string]string            `hcl:"image_server,optional" doc:"Another image server to take image from: { url = \"https://...\", protocol = \"simplestreams\" } (protocol simplestreams, the default, or lxd)."`

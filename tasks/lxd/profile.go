@@ -14,7 +14,7 @@ import (
 // Profile makes sure an LXD profile exists exactly as declared. It is the hcl
 // config struct of the lxd_profile task type.
 type Profile struct {
-	Remote      map[string]string            `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote      map[string]string            `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Name        string                       `hcl:"name" doc:"Profile name."`
 	Config      map[string]string            `hcl:"config,optional" doc:"Profile configuration keys, e.g. { \"security.nesting\" = \"true\" }."`
 	Devices     map[string]map[string]string `hcl:"devices,optional" doc:"Devices by name, each a map of device keys that includes type, e.g. { data = { type = \"disk\", source = \"/srv\", path = \"/srv\" } }."`

@@ -19,7 +19,7 @@ import (
 // ProxyDevice makes sure an instance has a proxy device as declared. It is
 // the hcl config struct of the proxy_device task type.
 type ProxyDevice struct {
-	Remote   map[string]string `hcl:"remote,optional" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert. Declare it once in locals and pass it to every task that uses it."`
+	Remote   map[string]string `hcl:"remote,optional" sensitive_keys:"trust_token" doc:"LXD server to use, as a map: address (https://HOST:PORT; empty = the local unix socket), socket, project, and for HTTPS the paths client_cert, client_key and server_cert, and trust_token (a single-use token of lxc config trust add, which makes the server trust client_cert and pins its certificate at server_cert on first contact; never recorded). Declare it once in locals and pass it to every task that uses it."`
 	Instance string            `hcl:"instance" doc:"Name of the instance that gets the device."`
 	Name     string            `hcl:"name" doc:"Device name, unique within the instance."`
 	Listen   string            `hcl:"listen" doc:"Address the proxy listens on: tcp:ADDR:PORT, udp:ADDR:PORT or unix:PATH; on the host unless bind is \"instance\"."`

@@ -9,6 +9,7 @@ func Register(r *tasks.Registry) error {
 		launchType,
 		deleteType,
 		imageImportType,
+		imageCopyType,
 		execType,
 		filePushType,
 		filePullType,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -16,16 +17,17 @@ import (
 // Preflight checks what a lab needs before it creates anything. It is the hcl
 // config struct of the preflight task type.
 type Preflight struct {
-	LXD           *bool    `hcl:"lxd,optional" doc:"Check the LXD daemon: access to its unix socket (root or the socket's group), that it answers, storage_pool and the default profile's root disk; default true."`
-	StoragePool   string   `hcl:"storage_pool,optional" doc:"LXD storage pool the lab's instances use; default \"default\"."`
-	Privileged    bool     `hcl:"privileged,optional" doc:"The lab runs privileged or nested containers (security.privileged, security.nesting): check that flow does not itself run in a user namespace, where LXD cannot start them."`
-	Ports         []int    `hcl:"ports,optional" doc:"Host TCP ports the lab binds on 127.0.0.1. Each must be free or already this lab's: held by an LXD proxy device of one of instances, or by a process a pid file of pid_files records (or its process group)."`
-	Instances     []string `hcl:"instances,optional" doc:"This lab's LXD instances: a port their proxy devices listen on counts as the lab's own."`
-	PIDFiles      []string `hcl:"pid_files,optional" doc:"pid_file of this flow's process tasks: a port their processes hold counts as the lab's own."`
-	DiskPath      string   `hcl:"disk_path,optional" doc:"Directory whose file system must have min_free_disk_mb free; default \"/\"."`
-	MinFreeDiskMB int      `hcl:"min_free_disk_mb,optional" doc:"Free space disk_path's file system needs, in MiB; 0 does not check."`
-	MinMemoryMB   int      `hcl:"min_memory_mb,optional" doc:"Memory the host needs available (MemAvailable), in MiB; 0 does not check."`
-	CNIConfigDirs []string `hcl:"cni_config_dirs,optional" doc:"Directories of CNI configurations (*.conf, *.conflist) to check for IPv6 ranges, which break Karmada's etcd."`
+	LXD           *bool                        `hcl:"lxd,optional" doc:"Check the LXD daemon: access to its unix socket (root or the socket's group), that it answers, storage_pool and the default profile's root disk; default true."`
+	StoragePool   string                       `hcl:"storage_pool,optional" doc:"LXD storage pool the lab's instances use; default \"default\"."`
+	Privileged    bool                         `hcl:"privileged,optional" doc:"The lab runs privileged or nested containers (security.privileged, security.nesting): check that flow does not itself run in a user namespace, where LXD cannot start them."`
+	Ports         []int                        `hcl:"ports,optional" doc:"Host TCP ports the lab binds on 127.0.0.1. Each must be free or already this lab's: held by an LXD proxy device of one of instances, or by a process a pid file of pid_files records (or its process group)."`
+	Instances     []string                     `hcl:"instances,optional" doc:"This lab's LXD instances: a port their proxy devices listen on counts as the lab's own."`
+	PIDFiles      []string                     `hcl:"pid_files,optional" doc:"pid_file of this flow's process tasks: a port their processes hold counts as the lab's own."`
+	DiskPath      string                       `hcl:"disk_path,optional" doc:"Directory whose file system must have min_free_disk_mb free; default \"/\"."`
+	MinFreeDiskMB int                          `hcl:"min_free_disk_mb,optional" doc:"Free space disk_path's file system needs, in MiB; 0 does not check."`
+	MinMemoryMB   int                          `hcl:"min_memory_mb,optional" doc:"Memory the host needs available (MemAvailable), in MiB; 0 does not check."`
+	Remotes       map[string]map[string]string `hcl:"remotes,optional" doc:"LXD hosts the flow uses, by name: each the remote map of the lxd tasks (address, client_cert, client_key, server_cert, ...). Each must answer; one that does not is one problem naming the host and its address."`
+	CNIConfigDirs []string                     `hcl:"cni_config_dirs,optional" doc:"Directories of CNI configurations (*.conf, *.conflist) to check for IPv6 ranges, which break Karmada's etcd."`
 }
 
 func preflightType() tasks.Type {
@@ -40,7 +42,9 @@ nothing: a port held by a process that is not the lab's is reported with its pid
 command, never stopped.
 
 Checks: LXD (the socket is accessible: root or its group; the daemon answers; the
-storage pool and the default profile's root disk exist), privileged and nested
+storage pool and the default profile's root disk exist), each of remotes (its HTTPS
+address answers, with its certificates, and trusts the client: one line naming the
+host and its address when it does not, instead of a timeout per task), privileged and nested
 containers (flow is not in a user namespace), each port in ports (free, or held by an
 LXD proxy device of one of instances or by a process one of pid_files records, which
 the re-run of a lab finds), free disk and memory, and CNI configurations without IPv6
@@ -109,6 +113,7 @@ func (p *Preflight) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, err
 	if p.LXD == nil || *p.LXD {
 		ours = p.checkLXD(ctx, r)
 	}
+	p.checkRemotes(ctx, r)
 	if p.Privileged {
 		checkUserNamespace(r)
 	}
@@ -141,5 +146,14 @@ var _ tasks.Task = (*Preflight)(nil)
 func (p *Preflight) in(env *tasks.Env) *Preflight {
 	cp := *p
 	cp.PIDFiles, cp.DiskPath, cp.CNIConfigDirs = env.InDirAll(p.PIDFiles), env.InDir(p.DiskPath), env.InDirAll(p.CNIConfigDirs)
+	cp.Remotes = make(map[string]map[string]string, len(p.Remotes))
+	for name, remote := range p.Remotes {
+		cp.Remotes[name] = maps.Clone(remote)
+		for _, k := range []string{"client_cert", "client_key", "server_cert"} {
+			if v, ok := remote[k]; ok {
+				cp.Remotes[name][k] = env.InDir(v)
+			}
+		}
+	}
 	return &cp
 }

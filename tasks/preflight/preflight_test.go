@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/flowdev/flow/internal/ci"
+	"github.com/flowdev/flow/internal/lxdtest"
 	"github.com/flowdev/flow/tasks"
 	"github.com/flowdev/flow/tasks/taskstest"
 )
@@ -187,4 +188,36 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.p, err, tt.want)
 		}
 	}
+}
+
+// TestRemoteHostDown stops host B (the second real LXD daemon, internal/lxdtest): the
+// preflight names it and its address in one problem, instead of a timeout per task.
+// Running, it answers.
+func TestRemoteHostDown(t *testing.T) {
+	remotes := func(hb lxdtest.HostB) map[string]map[string]string {
+		return map[string]map[string]string{"b": hb.Remote()}
+	}
+	hb := startHostB(t)
+	_, printed, err := run(t, &Preflight{LXD: noLXD, Remotes: remotes(hb)})
+	if err != nil || !strings.Contains(printed, `ok: LXD host "b" answers at https://127.0.0.2:8443`) {
+		t.Fatalf("host B running: error %v; printed:\n%s", err, printed)
+	}
+	lxdtest.StopHostB(t)
+	_, printed, err = run(t, &Preflight{LXD: noLXD, Remotes: remotes(hb)})
+	want := `LXD host "b" at https://127.0.0.2:8443 does not answer: `
+	if err == nil || !strings.HasPrefix(err.Error(), "preflight: 1 problem(s): "+want) || strings.Count(printed, "problem: ") != 1 {
+		t.Fatalf("host B stopped: error %v; printed:\n%s", err, printed)
+	}
+	t.Logf("as the user sees it: %v", err)
+}
+
+// startHostB starts host B for the length of a subtest-free check and releases it
+// at once, so that the test can stop it afterwards.
+func startHostB(t *testing.T) lxdtest.HostB {
+	var hb lxdtest.HostB
+	t.Run("start host B", func(t *testing.T) { hb = lxdtest.StartHostB(t) })
+	if hb.Address == "" {
+		t.Skip("host B is not available") // under CI the subtest failed already
+	}
+	return hb
 }
