@@ -64,9 +64,6 @@ func (s *liveSource) Status(runID uint64) (any, error) {
 	return liveStatus{Run: rec, Instances: lean(recs)}, nil
 }
 
-// Records is Status: flow ui reads the same records.
-func (s *liveSource) Records(runID uint64) (any, error) { return s.Status(runID) }
-
 func (s *liveSource) Runs() (any, error) {
 	run, _, _ := s.current(0)
 	var own uint64

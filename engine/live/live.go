@@ -4,7 +4,7 @@
 // on a Linux abstract unix socket named after the state file's absolute path.
 //
 // It owns the socket, its name and the requests (a run's status, the runs, an
-// instance's log, and for flow ui a run's records); it does not own what the documents
+// instance's log); it does not own what the documents
 // contain or where the values come from: the engine's session serves them while it
 // holds a state file, and asks for them before it reads one (engine/session_live.go).
 package live
@@ -36,13 +36,6 @@ type Source interface {
 	Runs() (any, error)
 	// Log is what address wrote in run runID (0: the latest run).
 	Log(runID uint64, address string) ([]byte, error)
-}
-
-// RecordSource is a Source that also answers a run's whole records, for `flow ui`:
-// an optional interface, so a Source without it still serves the rest.
-type RecordSource interface {
-	// Records is run runID (0: the latest) with every instance record.
-	Records(runID uint64) (any, error)
 }
 
 // ErrNotServing means no flow process answers for that state file.
@@ -106,17 +99,6 @@ func Serve(statePath string, src Source) (stop func(), err error) {
 		}
 		w.Write(b)
 	})
-	if rs, ok := src.(RecordSource); ok {
-		mux.HandleFunc("/records", func(w http.ResponseWriter, r *http.Request) {
-			id, err := runParam(r)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			v, err := rs.Records(id)
-			answer(w, v, err)
-		})
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	// Close the listener itself too: Serve may not have started tracking it yet.
@@ -150,16 +132,6 @@ func client(statePath string) *http.Client {
 // latest, the one in progress) into out.
 func Status(statePath string, runID uint64, out any) error {
 	body, err := get(statePath, "/status?run="+strconv.FormatUint(runID, 10))
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(body, out)
-}
-
-// Records decodes the running process's records of run runID (0: the latest, the one
-// in progress) into out.
-func Records(statePath string, runID uint64, out any) error {
-	body, err := get(statePath, "/records?run="+strconv.FormatUint(runID, 10))
 	if err != nil {
 		return err
 	}
