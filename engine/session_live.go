@@ -45,19 +45,17 @@ func (s *liveSource) current(runID uint64) (*RunRecord, Progress, bool) {
 	return s.run, s.walk, runID == 0 || (s.run != nil && runID == s.run.ID)
 }
 
-// Status is the walk's run as it goes (before the walk starts, a running run with no
-// instances yet), or a run of the file.
+// Status is the walk's run as it goes, or a run of the file. Before the walk starts
+// it is the file's run (the latest with 0), as this process holds it: a run recorded
+// as running is then really running.
 func (s *liveSource) Status(runID uint64) (any, error) {
 	run, walk, own := s.current(runID)
-	switch {
-	case own && walk == nil:
-		return liveStatus{Run: &RunRecord{Status: Running}, Instances: []InstanceRecord{}}, nil
-	case own:
+	if own && walk != nil {
 		cp := *run
 		cp.Status = Running
 		return liveStatus{Run: &cp, Instances: lean(walk.Snapshot())}, nil
 	}
-	rec, recs, err := readStatus(s.store, runID)
+	rec, recs, err := readStatus(s.store, runID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +72,8 @@ func (s *liveSource) Runs() (any, error) {
 }
 
 func (s *liveSource) Log(runID uint64, addr string) ([]byte, error) {
-	run, walk, own := s.current(runID)
+	_, walk, own := s.current(runID)
 	if !own || walk == nil {
-		if own && run == nil {
-			return nil, fmt.Errorf("the run in progress has no task instance %s yet", addr)
-		}
 		return readLog(s.store, runID, addr)
 	}
 	if out, ok := walk.Log(addr); ok {

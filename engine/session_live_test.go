@@ -30,6 +30,9 @@ func TestReadsWhileHeld(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		run, recs, err := reader.Status(0)
+		if err == nil && run.ID != 1 {
+			t.Fatalf("the held file reads as run %d, want 1 at every moment", run.ID)
+		}
 		if err == nil && len(recs) == 1 && recs[0].Status == engine.Running {
 			if run.Status != engine.Running || run.ID != 1 {
 				t.Errorf("the held run reads as %d %s, want 1 running", run.ID, run.Status)

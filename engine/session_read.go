@@ -182,7 +182,7 @@ func readRuns(store *state.Store, own uint64) ([]*RunRecord, error) {
 // process is gone without finishing shows as interrupted, and so do the instances it
 // left running. A state file with no run yet is a *NoRunsError. While a flow process
 // holds the file, it answers: its own run is then running, with the records it has so
-// far (none before its walk starts).
+// far (before its walk starts, those the file has).
 func (s *Session) Status(runID uint64) (*RunRecord, []InstanceRecord, error) {
 	var run *RunRecord
 	var recs []InstanceRecord
@@ -193,11 +193,13 @@ func (s *Session) Status(runID uint64) (*RunRecord, []InstanceRecord, error) {
 		}
 		run, recs = st.Run, st.Instances
 		return nil
-	}, func(store *state.Store) (err error) { run, recs, err = readStatus(store, runID); return err })
+	}, func(store *state.Store) (err error) { run, recs, err = readStatus(store, runID, false); return err })
 	return run, recs, err
 }
 
-func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord, error) {
+// readStatus reads run runID (the latest with 0) of store; holding says that this
+// process holds store for writing, so that its latest run, if running, really runs.
+func readStatus(store *state.Store, runID uint64, holding bool) (*RunRecord, []InstanceRecord, error) {
 	run, err := pickRun(store, runID)
 	if err != nil {
 		return nil, nil, err
@@ -208,7 +210,7 @@ func readStatus(store *state.Store, runID uint64) (*RunRecord, []InstanceRecord,
 	}
 	// A writer of a PostgreSQL state may hold it while we read: its latest run is
 	// then really running (as far as it has committed).
-	if latest, _ := store.LatestRun(); latest != nil && latest.ID == run.ID && store.WriterActive() {
+	if latest, _ := store.LatestRun(); latest != nil && latest.ID == run.ID && (holding || store.WriterActive()) {
 		flat := make([]state.Instance, len(recs))
 		for i, r := range recs {
 			flat[i] = *r

@@ -89,12 +89,16 @@ trust_client() {
   client lxc remote add "$REMOTE" "$token" >/dev/null
 }
 
+# fingerprint runs an `lxc image info` command and prints the image's fingerprint, or
+# nothing when there is no such image: under pipefail a bare pipeline would end the script.
+fingerprint() { { "$@" 2>/dev/null || true; } | awk '/^Fingerprint:/ {print $2}'; }
+
 copy_images() {
   local alias want
   for alias in $IMAGES; do
-    want=$(env -u LXD_DIR lxc image info "local:$alias" 2>/dev/null | awk '/^Fingerprint:/ {print $2}')
-    [ -n "$want" ] || continue # not on the main daemon
-    [ "$(onb lxc image info "$alias" 2>/dev/null | awk '/^Fingerprint:/ {print $2}')" = "$want" ] && continue
+    want=$(fingerprint env -u LXD_DIR lxc image info "local:$alias")
+    [ -n "$want" ] || continue # not on the main daemon (fresh-path.sh deletes the lab's images)
+    [ "$(fingerprint onb lxc image info "$alias")" = "$want" ] && continue
     echo "lab-host-b: copying image $alias to host B"
     # Push: the main daemon serves no HTTPS address, so B cannot pull from it.
     client lxc image copy "local:$alias" "$REMOTE:" --mode push --copy-aliases >/dev/null

@@ -128,8 +128,13 @@ func lock(t testing.TB, mode int) func() {
 // script runs scripts/lab-host-b.sh with the small image only: the member image is
 // the two-host lab's, not the unit tests'.
 func script(arg string) (string, error) {
+	return scriptWith(arg, "flow-lab-busybox")
+}
+
+// scriptWith runs scripts/lab-host-b.sh arg bringing the images named to host B.
+func scriptWith(arg, images string) (string, error) {
 	cmd := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "lab-host-b.sh"), arg)
-	cmd.Env = append(os.Environ(), "HOSTB_IMAGES=flow-lab-busybox")
+	cmd.Env = append(os.Environ(), "HOSTB_IMAGES="+images)
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		out = append(out, ee.Stderr...)
