@@ -86,7 +86,7 @@ func TestDestroy(t *testing.T) {
 
 	destroyRun := h.createRun()
 	out := &syncBuffer{}
-	res, err := engine.NewRunner(p.Destroy(created), engine.Options{Parallelism: 1, RunID: destroyRun, Store: h.store, Out: out}).Run(context.Background())
+	res, err := engine.NewDestroyer(p, created, engine.Options{Parallelism: 1, RunID: destroyRun, Store: h.store, Out: out}).Run(context.Background())
 	if err != nil || res.Status != state.Failed || res.FirstFailure != `test_undo.member["m2"]` {
 		t.Fatalf("first destroy: %v %+v\n%s", err, res, out)
 	}
@@ -106,7 +106,7 @@ func TestDestroy(t *testing.T) {
 
 	log.destroyed = nil
 	out = &syncBuffer{}
-	d := engine.NewRunner(p.Destroy(created), engine.Options{Parallelism: 1, RunID: destroyRun, Store: h.store,
+	d := engine.NewDestroyer(p, created, engine.Options{Parallelism: 1, RunID: destroyRun, Store: h.store,
 		Previous: h.stored(destroyRun), Out: out})
 	if snap := d.Snapshot(); len(snap) != 5 || snap[0].Address != "test_undo.base" || snap[0].Status != state.Pending || snap[4].Status != state.Succeeded {
 		t.Errorf("snapshot before the second destroy: %+v", snap)
@@ -270,7 +270,7 @@ func runThenDestroy(t *testing.T, h *harness, flow string) (*engine.Result, *syn
 		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
 	}
 	out := &syncBuffer{}
-	res, err := engine.NewRunner(p.Destroy(h.stored(o.runID)), engine.Options{Parallelism: 1, RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
+	res, err := engine.NewDestroyer(p, h.stored(o.runID), engine.Options{Parallelism: 1, RunID: h.createRun(), Store: h.store, Out: out}).Run(context.Background())
 	if err != nil {
 		t.Fatalf("destroy: %v\n%s", err, out)
 	}
@@ -345,7 +345,7 @@ task "test_par" "top" {
 		t.Fatalf("run: %s\n%s", o.res.Status, o.out)
 	}
 	out := &syncBuffer{}
-	res, err := engine.NewRunner(p.Destroy(h.stored(o.runID)), engine.Options{RunID: h.createRun(), Store: h.store,
+	res, err := engine.NewDestroyer(p, h.stored(o.runID), engine.Options{RunID: h.createRun(), Store: h.store,
 		Out: out, Parallelism: 3}).Run(context.Background())
 	if err != nil || res.Status != state.Succeeded || len(res.Records) != 6 {
 		t.Fatalf("destroy: %v %+v\n%s", err, res, out)

@@ -18,14 +18,16 @@ import (
 // recorded as depending on it, so independent ones are undone at once, up to the
 // parallelism. When one was recorded without its dependencies (by an older flow), the
 // walk goes one at a time, in orphans' order.
-func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) *Plan {
-	p := &Plan{Scope: scope, Instances: map[string]*Instance{}, Graph: dag.New[string](), orphans: true}
+func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) (*Plan, map[string]*orphan) {
+	p := &Plan{Scope: scope, Instances: map[string]*Instance{}, Graph: dag.New[string]()}
+	decoded := make(map[string]*orphan, len(orphans))
 	chained := false
 	for i, o := range orphans {
 		addr := o.rec.Address
 		kind, _ := reg.Lookup(o.rec.Type)
 		task := &config.Task{Type: o.rec.Type, Addr: addr, Kind: kind, RetainOnDestroy: o.rec.Retain}
-		p.Instances[addr] = &Instance{Addr: addr, Task: task, order: len(orphans) - 1 - i, orphan: &orphans[i]}
+		p.Instances[addr] = &Instance{Addr: addr, Task: task, order: len(orphans) - 1 - i}
+		decoded[addr] = &orphans[i]
 		p.Order = append(p.Order, addr)
 		p.Graph.Add(addr)
 		chained = chained || !o.rec.DepsKnown
@@ -46,7 +48,13 @@ func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) *Pla
 		p.Instances[addr].Deps = p.Graph.DependsOn(addr)
 	}
 	slices.Reverse(p.Order) // plan order: what is undone last first
-	return p
+	return p, decoded
+}
+
+// newOrphanDestroyer prepares the walk that undoes orphans (see orphanPlan).
+func newOrphanDestroyer(orphans []orphan, reg *tasks.Registry, scope *config.Scope, opts Options) *Runner {
+	p, decoded := orphanPlan(orphans, reg, scope)
+	return newWalker(p, destroyShape(p, orphanRecords(orphans), decoded), opts)
 }
 
 // orphanKeep says why undoing o leaves it as it is, or "" when it is undone.

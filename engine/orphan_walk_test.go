@@ -30,7 +30,7 @@ func TestOrphanPlan(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := orphanPlan(tc.orphans, tasks.NewRegistry(), nil)
+			p, _ := orphanPlan(tc.orphans, tasks.NewRegistry(), nil)
 			if got := p.Graph.String(); got != tc.want {
 				t.Errorf("graph:\n%s\nwant:\n%s", got, tc.want)
 			}

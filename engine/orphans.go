@@ -117,7 +117,7 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	// The live view shows the run's walk (the orphans' is printed), and every orphan
 	// gets its turn whatever --fail-fast says of the run.
 	opts.Live, opts.FailFast = false, false
-	w := NewRunner(orphanPlan(orphans, s.reg, scope).Destroy(orphanRecords(orphans)), opts)
+	w := newOrphanDestroyer(orphans, s.reg, scope, opts)
 	res, err := w.Run(ctx)
 	if err != nil {
 		return 0, nil, err

@@ -143,7 +143,7 @@ task "test_seq" "three" {
 	made := slices.Clone(log.calls)
 	log.calls = nil
 	values := map[string]string{"test_seq.one": "1", `test_seq.two["x"]`: "x", `test_seq.two["y"]`: "y", "test_seq.three": "3"}
-	res, err := engine.NewRunner(p.Destroy(h.stored(o.runID)), engine.Options{Parallelism: 1, RunID: h.createRun(), Store: h.store}).Run(context.Background())
+	res, err := engine.NewDestroyer(p, h.stored(o.runID), engine.Options{Parallelism: 1, RunID: h.createRun(), Store: h.store}).Run(context.Background())
 	if err != nil || res.Status != state.Succeeded {
 		t.Fatalf("destroy: %v %+v", err, res)
 	}

@@ -27,9 +27,6 @@ type Instance struct {
 	reads []resolved
 	mod   *moduleInstance
 	order int // index in Plan.Order
-	// orphan, in a plan of orphans (see orphanPlan), is what the instance is decoded
-	// from: there is no module instance or expression behind it.
-	orphan *orphan
 }
 
 // Module returns the address of the module instance the instance belongs to, "" in
@@ -52,9 +49,6 @@ type Plan struct {
 	Instances map[string]*Instance
 	Graph     *dag.Graph[string]
 	root      *moduleInstance
-	orphans   bool // a plan of orphans (orphanPlan), walked only to undo them
-	// walk is the shape a walk of this plan takes when it is not a run (Plan.Destroy).
-	walk *walkShape
 	// cyclic is set when a value reads itself through module inputs and outputs.
 	cyclic bool
 }

@@ -32,6 +32,10 @@ func (runOp) values(*Plan) map[string]cty.Value { return map[string]cty.Value{} 
 
 func (runOp) settle(*coordinator, *Instance) *attemptResult { return nil }
 
+func (runOp) context(c *coordinator, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+	return c.valuesContext(inst)
+}
+
 func (runOp) perform(ctx context.Context, c *coordinator, inst *Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) *attemptResult {
 	return c.attempt(ctx, inst, attempt, ectx, diags)
 }

@@ -98,6 +98,11 @@ func parallelism(n int) int {
 
 // NewRunner prepares a run of p. It writes nothing until Run.
 func NewRunner(p *Plan, opts Options) *Runner {
+	return newWalker(p, runShape(p), opts)
+}
+
+// newWalker prepares the walk of p that shape describes.
+func newWalker(p *Plan, shape *walkShape, opts Options) *Runner {
 	opts.Parallelism = parallelism(opts.Parallelism)
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 10 * time.Second
@@ -109,7 +114,7 @@ func NewRunner(p *Plan, opts Options) *Runner {
 		opts.Out = io.Discard
 	}
 	opts.Dir = workDir(opts.Dir)
-	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, shape: p.shape(),
+	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, shape: shape,
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}
 	for _, addr := range r.shape.order {
 		r.records[addr] = r.shape.op.initial(p.Instances[addr], opts.Previous[addr])

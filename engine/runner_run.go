@@ -181,12 +181,14 @@ func (c *coordinator) start(inst *Instance, attempt int) {
 	c.runningOf[inst.Task]++
 	c.started[inst.Addr] = time.Now()
 	c.reportAt[inst.Addr] = c.opts.ProgressEvery
-	var ectx *hcl.EvalContext
-	var diags hcl.Diagnostics
-	if inst.orphan == nil {
-		ectx, diags = c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
-	}
+	ectx, diags := c.shape.op.context(c, inst)
 	go func() { c.events <- c.shape.op.perform(c.tasksCtx, c, inst, attempt, ectx, diags) }()
+}
+
+// valuesContext is inst's evaluation context over the values of the instances that
+// finished so far.
+func (c *coordinator) valuesContext(inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+	return c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
 }
 
 func (c *coordinator) handle(ev any) {

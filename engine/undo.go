@@ -23,23 +23,28 @@ import (
 // its inputs as the undone run evaluated them (the plan's variables and its
 // dependencies' recorded outputs) and its type's Destroy is called.
 
-// Destroy returns the reversed plan a destroy of the run whose records created are
-// walks: each instance that run started is undone once everything that depends on it
-// has had its turn, latest in plan order first. p itself is unchanged.
-func (p *Plan) Destroy(created map[string]*state.Instance) *Plan {
-	d := *p
+// NewDestroyer prepares the destroy of the run of p whose records are created: a
+// walk of p reversed, in which each instance that run started is undone once
+// everything that depends on it has had its turn, latest in plan order first. It
+// writes nothing until Run.
+func NewDestroyer(p *Plan, created map[string]*state.Instance, opts Options) *Runner {
+	return newWalker(p, destroyShape(p, created, nil), opts)
+}
+
+// destroyShape is the reversed walk of p that undoes what created records; orphans,
+// when set, are p's instances decoded from their records alone (see orphanPlan).
+func destroyShape(p *Plan, created map[string]*state.Instance, orphans map[string]*orphan) *walkShape {
 	order := undone(p, created)
 	waits, frees := reverseEdges(p, order)
-	d.walk = &walkShape{order: order, waits: waits, frees: frees, latestFirst: true,
-		op: &undoOp{created: created, orphans: p.orphans, blocked: map[string]bool{}}}
-	return &d
+	return &walkShape{order: order, waits: waits, frees: frees, latestFirst: true,
+		op: &undoOp{created: created, orphans: orphans, blocked: map[string]bool{}}}
 }
 
 // undoOp undoes each instance from its record. Its state is the coordinator's: it is
 // used by the walk's goroutine alone, but for perform's reads of created.
 type undoOp struct {
 	created map[string]*state.Instance // the undone run's records
-	orphans bool                       // instances no longer in the flow, decoded from their records alone
+	orphans map[string]*orphan         // instances no longer in the flow, decoded from their records alone; nil in a destroy
 	blocked map[string]bool            // the instances not destroyed: what they depend on stays
 }
 
@@ -53,21 +58,29 @@ func (u *undoOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
 		rec = &cp
 	}
 	rec.Order = inst.order
-	if u.orphans {
+	if u.orphans != nil {
 		rec.Removed, rec.Order = true, -1
 	}
 	return rec
 }
 
 func (u *undoOp) values(p *Plan) map[string]cty.Value {
-	if u.orphans {
+	if u.orphans != nil {
 		return map[string]cty.Value{}
 	}
 	return p.recordedValues(u.created)
 }
 
+// context: an orphan is decoded from its record alone, with no expression to evaluate.
+func (u *undoOp) context(c *coordinator, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+	if u.orphans[inst.Addr] != nil {
+		return nil, nil
+	}
+	return c.valuesContext(inst)
+}
+
 func (u *undoOp) perform(ctx context.Context, c *coordinator, inst *Instance, _ int, ectx *hcl.EvalContext, diags hcl.Diagnostics) *attemptResult {
-	return c.undo(ctx, inst, ectx, diags, u.created[inst.Addr])
+	return c.undo(ctx, inst, ectx, diags, u.created[inst.Addr], u.orphans[inst.Addr] != nil)
 }
 
 // A destroy goes on to its end when interrupted: what is left is settled as
@@ -172,9 +185,9 @@ func (u *undoOp) settle(c *coordinator, inst *Instance) *attemptResult {
 		return res
 	case u.blocker(c, addr) != "":
 		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", u.blocker(c, addr)), true
-	case inst.orphan != nil && orphanKeep(inst.Task.Kind, inst.orphan) != "":
-		res.reason = orphanKeep(inst.Task.Kind, inst.orphan)
-	case inst.orphan == nil && keepReason(inst) != "":
+	case u.orphans[addr] != nil && orphanKeep(inst.Task.Kind, u.orphans[addr]) != "":
+		res.reason = orphanKeep(inst.Task.Kind, u.orphans[addr])
+	case u.orphans[addr] == nil && keepReason(inst) != "":
 		res.reason = keepReason(inst)
 	case c.interrupted:
 		res.kind, res.err = outcomeInterrupted, context.Canceled
@@ -225,7 +238,7 @@ func (u *undoOp) blocker(c *coordinator, addr string) string {
 }
 
 // undo decodes inst and calls its Destroy; a panic becomes its error.
-func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance) (res *attemptResult) {
+func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (res *attemptResult) {
 	res = &attemptResult{inst: inst, attempt: 1, began: time.Now()}
 	rec := c.update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
@@ -240,7 +253,7 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 				c.opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
 			}
 		}()
-		task, err := c.destroyTask(inst, ectx, ediags, created)
+		task, err := c.destroyTask(inst, ectx, ediags, created, orphaned)
 		if err != nil {
 			return err
 		}
@@ -271,8 +284,8 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 // holds (see object.go), with only a withheld secret taken from the flow. A record an
 // older flow wrote holds no object: then the task is evaluated from the flow with what
 // the undone run recorded, and the walk says so.
-func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance) (tasks.Task, error) {
-	if inst.orphan != nil {
+func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (tasks.Task, error) {
+	if orphaned {
 		c.say("%s: no longer in the flow; destroying", inst.Addr)
 		return recordedTask(inst.Task.Kind, created, nil)
 	}
@@ -337,7 +350,7 @@ func (u *undoOp) finish(c *coordinator, res *attemptResult) {
 		case outcomeSucceeded:
 			rec.Status, rec.FinishedAt = state.Succeeded, timePtr(res.finished)
 			line = fmt.Sprintf("%s: destroyed in %s", addr, elapsed)
-			if o := res.inst.orphan; o != nil {
+			if o := u.orphans[addr]; o != nil {
 				rec.Reason = fmt.Sprintf("no longer in the flow; undone (run %d created it)", o.run)
 			}
 		case outcomeInterrupted:

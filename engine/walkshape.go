@@ -11,9 +11,10 @@ import (
 
 // A walk's shape is the plan's: which instances it visits, what each waits for, which
 // of the ready ones starts first, and what it does with each, its operation. A plan
-// walks as a run; Plan.Destroy returns the reversed plan a destroy walks. The walker
-// (Runner.Run) follows the shape it is given and has no mode of its own, as
-// Terraform's walker walks a destroy graph its planner reversed beforehand.
+// walks as a run; destroyShape reverses it for a destroy. The walker
+// (Runner.Run) follows the shape it is given (NewRunner: a run's; NewDestroyer: a
+// destroy's) and has no mode of its own, as Terraform's walker walks a destroy graph
+// its planner reversed beforehand.
 type walkShape struct {
 	// order is the instances walked, in plan order.
 	order []string
@@ -34,6 +35,8 @@ type operation interface {
 	initial(inst *Instance, prev *state.Instance) *state.Instance
 	// values is what dependents read of the instances before any finishes.
 	values(p *Plan) map[string]cty.Value
+	// context is inst's evaluation context, built on the coordinator before perform.
+	context(c *coordinator, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics)
 	// settle ends inst on the coordinator when it needs no worker; nil: it does.
 	settle(c *coordinator, inst *Instance) *attemptResult
 	// perform runs one attempt of inst on a worker.
@@ -47,11 +50,8 @@ type operation interface {
 	judge(c *coordinator, res *Result)
 }
 
-// shape is the walk p's instances make: p's own, or the plain run of p.
-func (p *Plan) shape() *walkShape {
-	if p.walk != nil {
-		return p.walk
-	}
+// runShape is the walk of a run of p: p's order and edges.
+func runShape(p *Plan) *walkShape {
 	return &walkShape{order: p.Order, op: runOp{}}
 }
 
