@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
 )
@@ -60,21 +61,21 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 		}
 		res.finished = time.Now()
 	}()
-	ev, diags := c.plan.evaluate(inst, ectx, true)
+	ev, diags := c.plan.Evaluate(inst, ectx, true)
 	diags = append(ediags, diags...)
 	if diags.HasErrors() {
 		res.kind, res.err = outcomeFailed, errors.New(diagText(diags))
 		return res
 	}
-	res.retry = ev.retry
-	res.fingerprint, res.attrHashes = fingerprint(inst.Task, ev.inputs)
-	replacing := n == 1 && anySelects(c.opts.Replace, inst.Addr)
+	res.retry = ev.Retry
+	res.fingerprint, res.attrHashes = plan.Fingerprint(inst.Task, ev.Inputs)
+	replacing := n == 1 && plan.AnySelects(c.opts.Replace, inst.Addr)
 	if replacing {
 		res.reason = replaceReason(inst, c.opts.Previous[inst.Addr])
 		c.say("%s: replaced (--replace); running it", inst.Addr)
 	} else if n == 1 {
 		prev := c.opts.Previous[inst.Addr]
-		if value, why, ok := c.plan.restore(inst, ev, prev, res.fingerprint, res.attrHashes); ok {
+		if value, why, ok := restore(c.plan, inst, ev, prev, res.fingerprint, res.attrHashes); ok {
 			if why = c.refresh(ctx, inst, ev, prev); why == "" {
 				res.kind, res.value, res.reason = outcomeUpToDate, value, "succeeded before with the same inputs"
 				return res
@@ -109,12 +110,12 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 
 // runTask runs inst's evaluated task once; with undoFirst, it first undoes the object
 // that record holds (see undoRecorded).
-func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated, res *attemptResult, undoFirst *state.Instance) {
+func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *plan.Evaluated, res *attemptResult, undoFirst *state.Instance) {
 	capt := c.captures[inst.Addr]
 	stdout, stderr := c.streams(inst)
 	if res.attempt > 1 {
 		capt.append([]byte(fmt.Sprintf("--- attempt %d ---\n", res.attempt)))
-		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.retry.Attempts)
+		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.Retry.Attempts)
 	} else {
 		c.say("%s: started", inst.Addr)
 	}
@@ -122,8 +123,8 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry,
 		Dir: c.opts.Dir, Started: c.noteGroup(inst.Addr)}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if ev.timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, ev.timeout)
+	if ev.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, ev.Timeout)
 	}
 	defer cancel()
 	var outputs tasks.Outputs
@@ -132,7 +133,7 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 		err = c.undoRecorded(runCtx, inst, ev, env, undoFirst)
 	}
 	if err == nil {
-		outputs, err = ev.task.Run(runCtx, env)
+		outputs, err = ev.Task.Run(runCtx, env)
 	}
 	stdout.flush()
 	stderr.flush()
@@ -140,7 +141,7 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *evaluated
 	case ctx.Err() != nil:
 		res.kind, res.err = outcomeInterrupted, ctx.Err()
 	case err != nil && runCtx.Err() == context.DeadlineExceeded:
-		res.kind, res.err, res.retryable = outcomeFailed, fmt.Errorf("timed out after %s", ev.timeout), true
+		res.kind, res.err, res.retryable = outcomeFailed, fmt.Errorf("timed out after %s", ev.Timeout), true
 	case err != nil:
 		res.kind, res.err, res.retryable = outcomeFailed, err, true
 	default:
@@ -167,7 +168,7 @@ func (c *coordinator) streams(inst *Instance) (stdout, stderr *lineWriter) {
 // publish converts outputs to their declared types, builds the value dependents see
 // (when an expression reads it), and encodes outputs for the state unless they derive
 // from a secret.
-func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outputs, res *attemptResult) error {
+func (c *coordinator) publish(inst *Instance, ev *plan.Evaluated, outputs tasks.Outputs, res *attemptResult) error {
 	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
 	redact := false
 	for _, o := range inst.Task.Kind.Outputs {
@@ -180,7 +181,7 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 			return fmt.Errorf("output %q: %w", o.Name, err)
 		}
 		secret := o.Sensitive || cv.ContainsMarked()
-		if secret || (ev.sensitive && !o.Clean) {
+		if secret || (ev.Sensitive && !o.Clean) {
 			cv, _ = cv.UnmarkDeep()
 			cv = cv.Mark(config.Sensitive)
 			redact = true
@@ -191,10 +192,10 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 		conv[o.Name] = cv
 	}
 	if inst.Task.Read {
-		res.value = instanceValue(inst.Task, ev.inputs, conv)
+		res.value = plan.InstanceValue(inst.Task, ev.Inputs, conv)
 	}
 	if keepsObject(inst.Task.Kind) {
-		res.inputs, res.withheld = storedInputs(withoutSensitiveKeys(inst.Task.Attrs, ev.inputs))
+		res.inputs, res.withheld = storedInputs(plan.WithoutSensitiveKeys(inst.Task.Attrs, ev.Inputs))
 	}
 	if redact {
 		res.redacted = true
@@ -213,7 +214,7 @@ func (c *coordinator) publish(inst *Instance, ev *evaluated, outputs tasks.Outpu
 
 // restore decides whether a previous success stands: same fingerprint, outputs kept.
 // Otherwise it says why the instance runs again ("" when it never ran).
-func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp string, hashes map[string]string) (cty.Value, string, bool) {
+func restore(p *Plan, inst *Instance, ev *plan.Evaluated, prev *state.Instance, fp string, hashes map[string]string) (cty.Value, string, bool) {
 	switch {
 	case prev == nil || prev.Status == state.Pending:
 		return cty.NilVal, "", false
@@ -237,7 +238,7 @@ func (p *Plan) restore(inst *Instance, ev *evaluated, prev *state.Instance, fp s
 	if !inst.Task.Read {
 		return cty.NilVal, "succeeded before with the same inputs", true
 	}
-	return instanceValue(inst.Task, ev.inputs, outs), "succeeded before with the same inputs", true
+	return plan.InstanceValue(inst.Task, ev.Inputs, outs), "succeeded before with the same inputs", true
 }
 
 func changedAttrs(before, after map[string]string) string {

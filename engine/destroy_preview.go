@@ -47,7 +47,7 @@ func recordedText(inst *Instance, rec *state.Instance) string {
 // previewDestroy decides, for each instance the run with records created started,
 // what a destroy does with it; done holds the records of an earlier attempt of the
 // destroy. An instance that will be kept only because an undo fails is not foreseen.
-func (p *Plan) previewDestroy(created, done map[string]*state.Instance) []Decision {
+func previewDestroy(p *Plan, created, done map[string]*state.Instance) []Decision {
 	order := undone(p, created)
 	out := make([]Decision, 0, len(order))
 	for i := len(order) - 1; i >= 0; i-- {

@@ -153,11 +153,11 @@ func TestUndoAttrIsNotFingerprinted(t *testing.T) {
   value = "x"
   undo  = "rm -rf somewhere"
 }`)
-	if d := p.Preview(h.previous(o.runID), nil); d[0].Action != engine.ActionSkip {
+	if d := engine.Decisions(p, h.previous(o.runID), nil); d[0].Action != engine.ActionSkip {
 		t.Errorf("after adding undo: %+v, want skip", d[0])
 	}
 	p = h.plan(`task "test_script" "a" { value = "y" }`)
-	if d := p.Preview(h.previous(o.runID), nil); d[0].Action != engine.ActionRun {
+	if d := engine.Decisions(p, h.previous(o.runID), nil); d[0].Action != engine.ActionRun {
 		t.Errorf("after changing value: %+v, want run", d[0])
 	}
 }

@@ -3,13 +3,13 @@
 // continues one or is refused (typed errors), walk a plan and write every run record;
 // while one holds the state it answers other processes' reads on the state's socket;
 // Preview says what a run would do; Runs, Status and Log read what was recorded, from
-// the holder when there is one. Beneath it: loading a flow into a plan in one call
-// (Load: files, variables, scope, instances and their graph), previewing
-// (Plan.Preview), selecting (Plan.Select for --target), the reversed plan a destroy
-// walks (Plan.Destroy), and the one walker (Runner), which follows the shape its plan
-// gives — a run's or a destroy's — with checkpoints, and has no mode of its own.
+// the holder when there is one. Beneath it: previewing (Decisions), the reversed walk a destroy
+// takes (NewDestroyer), and the one walker (Runner), which follows the shape it is
+// given — a run's or a destroy's — with checkpoints, and has no mode of its own.
 //
-// It does not own HCL parsing and evaluation rules (engine/config), the state's
+// It does not own planning (engine/plan: loading a flow into a plan, whose names
+// Plan, Instance, Load and Check it gives its callers), HCL parsing and evaluation
+// rules (engine/config), the state's
 // format and locking (engine/state, whose records it names as RunRecord,
 // InstanceRecord and Status), the socket's protocol (engine/live), task types (tasks
 // and its subpackages, reached only through the registry it is given), nor flags,

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/internal/procgroup"
 	"github.com/flowdev/flow/tasks"
@@ -171,7 +172,7 @@ const survivorGrace = 5 * time.Second
 // makes the new one, as Terraform replaces a resource whose identifying attribute
 // changed; else nil. A type that does not name what its Destroy reads changes its
 // object in place.
-func (c *coordinator) objectChanged(inst *Instance, ev *evaluated) *state.Instance {
+func (c *coordinator) objectChanged(inst *Instance, ev *plan.Evaluated) *state.Instance {
 	made := c.opts.Made[inst.Addr]
 	kind := inst.Task.Kind
 	if made == nil || made.Status != state.Succeeded || !hasObject(made) || len(kind.DestroyReads) == 0 || keepReason(inst) != "" {
@@ -183,7 +184,7 @@ func (c *coordinator) objectChanged(inst *Instance, ev *evaluated) *state.Instan
 			continue // a secret: never recorded, so never compared
 		}
 		was, _ := recordedInput(made, name)
-		now, ok := ev.inputs[name]
+		now, ok := ev.Inputs[name]
 		if ok {
 			now, _ = now.UnmarkDeep()
 		}

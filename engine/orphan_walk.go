@@ -26,7 +26,7 @@ func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) (*Pl
 		addr := o.rec.Address
 		kind, _ := reg.Lookup(o.rec.Type)
 		task := &config.Task{Type: o.rec.Type, Addr: addr, Kind: kind, RetainOnDestroy: o.rec.Retain}
-		p.Instances[addr] = &Instance{Addr: addr, Task: task, order: len(orphans) - 1 - i}
+		p.Instances[addr] = &Instance{Addr: addr, Task: task, Index: len(orphans) - 1 - i}
 		decoded[addr] = &orphans[i]
 		p.Order = append(p.Order, addr)
 		p.Graph.Add(addr)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -25,13 +26,13 @@ type Decision struct {
 	Reason string
 }
 
-// Preview says, in plan order, which instances a run resuming from previous would
+// Decisions says, in plan order, which instances a run of p resuming from previous would
 // run or skip, using the same fingerprints as the run itself. An instance whose
 // dependencies will run is "run?": it is skipped at run time only if its inputs come
 // out unchanged. An instance replace selects runs whatever its record. It does not
 // refresh (see Session.Preview, which does).
-func (p *Plan) Preview(previous map[string]*state.Instance, replace []string) []Decision {
-	return p.preview(previewSpec{previous: previous, replace: replace})
+func Decisions(p *Plan, previous map[string]*state.Instance, replace []string) []Decision {
+	return preview(p, previewSpec{previous: previous, replace: replace})
 }
 
 // previewSpec is what a preview starts from.
@@ -42,10 +43,10 @@ type previewSpec struct {
 	dir      string // the directory a probe acts in when its record names none; "": the process's
 	// look refreshes an instance whose success would stand: "" when it still does,
 	// else why it runs again; nil: no refresh.
-	look func(inst *Instance, ev *evaluated, prev *state.Instance) string
+	look func(inst *Instance, ev *plan.Evaluated, prev *state.Instance) string
 }
 
-func (p *Plan) preview(spec previewSpec) []Decision {
+func preview(p *Plan, spec previewSpec) []Decision {
 	values := map[string]cty.Value{}
 	out := make([]Decision, 0, len(p.Order))
 	for _, addr := range p.Order {
@@ -60,7 +61,7 @@ func (p *Plan) preview(spec previewSpec) []Decision {
 			}
 		}
 		switch {
-		case anySelects(spec.replace, addr):
+		case plan.AnySelects(spec.replace, addr):
 			d.Reason = replaceReason(inst, prev)
 		case prev == nil || prev.Status == state.Pending:
 			d.Reason = "not run before"
@@ -71,26 +72,26 @@ func (p *Plan) preview(spec previewSpec) []Decision {
 		case waitsOn != "":
 			d.Action, d.Reason = ActionMaybe, fmt.Sprintf("succeeded before; waits for %s, which runs", waitsOn)
 		default:
-			d.Action, d.Reason = p.previewRestore(inst, prev, values, spec)
+			d.Action, d.Reason = previewRestore(p, inst, prev, values, spec)
 		}
 		out = append(out, d)
 	}
 	return out
 }
 
-func (p *Plan) previewRestore(inst *Instance, prev *state.Instance, values map[string]cty.Value, spec previewSpec) (Action, string) {
-	ctx, diags := p.evalContext(inst, func(addr string) cty.Value { return values[addr] })
-	ev, d := p.evaluate(inst, ctx, spec.look != nil)
+func previewRestore(p *Plan, inst *Instance, prev *state.Instance, values map[string]cty.Value, spec previewSpec) (Action, string) {
+	ctx, diags := p.EvalContext(inst, func(addr string) cty.Value { return values[addr] })
+	ev, d := p.Evaluate(inst, ctx, spec.look != nil)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return ActionRun, "inputs cannot be evaluated: " + diagText(diags)
 	}
-	fp, hashes := fingerprint(inst.Task, ev.inputs)
-	value, why, ok := p.restore(inst, ev, prev, fp, hashes)
+	fp, hashes := plan.Fingerprint(inst.Task, ev.Inputs)
+	value, why, ok := restore(p, inst, ev, prev, fp, hashes)
 	if !ok {
 		return ActionRun, why
 	}
-	if spec.look != nil && ev.task != nil {
+	if spec.look != nil && ev.Task != nil {
 		if drifted := spec.look(inst, ev, prev); drifted != "" {
 			return ActionRun, drifted
 		}

@@ -35,3 +35,11 @@ func effectiveStatus(r *state.Run) state.Status {
 	}
 	return r.Status
 }
+
+// settled reports whether latest lets a new run start without --new: it succeeded,
+// or it is a targeted run whose targets succeeded and that left the rest pending.
+// Like Terraform's -target, such a run does not hold up the next full one; "flow
+// resume" still continues it while it is the latest.
+func settled(latest *state.Run) bool {
+	return latest.Status == state.Succeeded || latest.Status == state.Pending && latest.Destroys == 0
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
 )
@@ -50,7 +51,7 @@ func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Ins
 }
 
 // refresh is drift for inst's evaluated task, unless the run trusts its records.
-func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated, prev *state.Instance) string {
+func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
 	if c.opts.NoRefresh || !canProbe(inst) {
 		return ""
 	}
@@ -59,13 +60,13 @@ func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *evaluated
 
 // probeTask is the task whose object a probe looks at: decoded from prev's record
 // when it holds one (see object.go), else as evaluated now.
-func probeTask(inst *Instance, ev *evaluated, prev *state.Instance) tasks.Task {
+func probeTask(inst *Instance, ev *plan.Evaluated, prev *state.Instance) tasks.Task {
 	if prev != nil && prev.Inputs != nil {
-		if task, err := recordedTask(inst.Task.Kind, prev, ev.inputs); err == nil {
+		if task, err := recordedTask(inst.Task.Kind, prev, ev.Inputs); err == nil {
 			return task
 		}
 	}
-	return ev.task
+	return ev.Task
 }
 
 // probeEnv is the Env a probe runs in: it prints nothing, a daemon that does not
@@ -82,7 +83,7 @@ func probeEnv(addr string, logger hclog.Logger, prev *state.Instance, dir string
 // probeJob is one instance a preview would trust, to be probed.
 type probeJob struct {
 	inst *Instance
-	ev   *evaluated
+	ev   *plan.Evaluated
 	prev *state.Instance
 }
 
@@ -92,15 +93,15 @@ type probeJob struct {
 // an instance's dependents read, so the instances a drifted one's dependents are
 // (run?) were all found by it. When ctx ends (Ctrl-C) no further probe starts, and
 // the error is ctx's.
-func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (func(*Instance, *evaluated, *state.Instance) string, error) {
+func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (func(*Instance, *plan.Evaluated, *state.Instance) string, error) {
 	var jobs []probeJob
-	spec.look = func(inst *Instance, ev *evaluated, prev *state.Instance) string {
+	spec.look = func(inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
 		if canProbe(inst) {
 			jobs = append(jobs, probeJob{inst, ev, prev})
 		}
 		return ""
 	}
-	p.preview(spec)
+	preview(p, spec)
 	found := make([]string, len(jobs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallelism(req.Parallelism))
@@ -121,7 +122,7 @@ func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (fu
 	for i, j := range jobs {
 		drifted[j.inst.Addr] = found[i]
 	}
-	return func(inst *Instance, _ *evaluated, _ *state.Instance) string { return drifted[inst.Addr] }, nil
+	return func(inst *Instance, _ *plan.Evaluated, _ *state.Instance) string { return drifted[inst.Addr] }, nil
 }
 
 // drifted refreshes every instance run (which succeeded) recorded and returns those
@@ -149,7 +150,7 @@ func (s *Session) drifted(ctx context.Context, store *state.Store, run *state.Ru
 		return nil
 	}
 	var out []Decision
-	for _, d := range l.Plan.preview(spec) {
+	for _, d := range preview(l.Plan, spec) {
 		if d.Action == ActionRun && (strings.HasPrefix(d.Reason, "drifted") || strings.HasPrefix(d.Reason, "refresh could not")) {
 			out = append(out, d)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
 )
@@ -38,10 +39,10 @@ func replaceReason(inst *Instance, prev *state.Instance) string {
 // undoRecorded undoes what an earlier run of inst made, as its record prev holds it
 // (see object.go; a record of an older flow: with its inputs as evaluated now), in the
 // directory it was made in, before the attempt runs it again.
-func (c *coordinator) undoRecorded(ctx context.Context, inst *Instance, ev *evaluated, env *tasks.Env, prev *state.Instance) error {
-	task := ev.task
+func (c *coordinator) undoRecorded(ctx context.Context, inst *Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
+	task := ev.Task
 	if prev.Inputs != nil {
-		t, err := recordedTask(inst.Task.Kind, prev, ev.inputs)
+		t, err := recordedTask(inst.Task.Kind, prev, ev.Inputs)
 		if err != nil {
 			return fmt.Errorf("undo before replacing: %w", err)
 		}

@@ -167,7 +167,7 @@ func TestPreview(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.h.plan(tc.src).Preview(tc.previous, nil)
+			got := engine.Decisions(tc.h.plan(tc.src), tc.previous, nil)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("preview:\n got %v\nwant %v", got, tc.want)
 			}

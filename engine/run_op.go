@@ -23,7 +23,7 @@ func (runOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
 		cp := *prev
 		rec = &cp
 	}
-	rec.Order = inst.order
+	rec.Order = inst.Index
 	rec.Deps, rec.DepsKnown = inst.Deps, true
 	return rec
 }
@@ -56,5 +56,5 @@ func (runOp) judge(c *coordinator, res *Result) {
 	if c.interrupted {
 		res.Status = state.Interrupted
 	}
-	res.Outputs = c.plan.evalOutputs(c.values)
+	res.Outputs = c.plan.EvalOutputs(c.values)
 }

@@ -21,7 +21,7 @@ type Options struct {
 	RunID    uint64
 	Store    Checkpointer
 	// Previous holds the records of the run being resumed, by address; nil for a new run.
-	// For a destroy (a plan from Plan.Destroy), the destroy run's records from an
+	// For a destroy (NewDestroyer), the destroy run's records from an
 	// earlier attempt: an instance recorded as succeeded there is already undone.
 	Previous map[string]*state.Instance
 	// Made holds, by address, the records of what earlier runs made and no run undid
@@ -73,8 +73,8 @@ type Result struct {
 	Removed int
 }
 
-// Runner walks a plan once, in the shape the plan gives: a plan runs, a plan from
-// Plan.Destroy undoes what a run of it created. Run may be called once; Snapshot, Log
+// Runner walks a plan once, in the shape it is given: NewRunner's runs the plan,
+// NewDestroyer's undoes what a run of it created. Run may be called once; Snapshot, Log
 // and LastLine may be called from other goroutines while it runs.
 type Runner struct {
 	plan    *Plan

@@ -75,8 +75,8 @@ type coordinator struct {
 
 // Run walks the plan in its shape. A run: ready instances start in plan order up to the
 // parallelism bound, each success is durable before its dependents start, a failure
-// skips its dependents, and cancelling ctx interrupts running tasks. A destroy (a plan
-// from Plan.Destroy): each instance the undone run started is undone once everything
+// skips its dependents, and cancelling ctx interrupts running tasks. A destroy (a walker
+// from NewDestroyer): each instance the undone run started is undone once everything
 // that depends on it has had its turn (independent ones at once, up to the bound,
 // latest in plan order first); an instance that could not be destroyed keeps what it
 // depends on, and cancelling ctx interrupts running undos and keeps everything not yet
@@ -188,7 +188,7 @@ func (c *coordinator) start(inst *Instance, attempt int) {
 // valuesContext is inst's evaluation context over the values of the instances that
 // finished so far.
 func (c *coordinator) valuesContext(inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
-	return c.plan.evalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+	return c.plan.EvalContext(inst, func(addr string) cty.Value { return c.values[addr] })
 }
 
 func (c *coordinator) handle(ev any) {

@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
 )
@@ -215,7 +216,7 @@ func (s *Session) hold(req *Request, first func() (*state.Run, error)) (h *held,
 // load reads and plans path with the request's variables over base, the values a run
 // recorded; warnings go to req.Warn, errors come back as a *FlowError.
 func (s *Session) load(req *Request, path, dir string, base map[string]cty.Value, partial bool) (*Loaded, error) {
-	l, flow, diags := LoadIn(path, dir, s.reg, config.VarInputs{Base: base, Environ: req.Environ, Files: req.VarFiles,
+	l, flow, diags := plan.LoadIn(path, dir, s.reg, config.VarInputs{Base: base, Environ: req.Environ, Files: req.VarFiles,
 		Vars: req.Vars, Partial: partial})
 	if diags.HasErrors() {
 		return nil, &FlowError{Flow: flow, Diags: diags}

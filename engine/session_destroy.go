@@ -138,7 +138,7 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 	}
 	j.created = created
 	j.preview = &DestroyPreview{Target: j.target, Continues: j.run, Flow: j.place.flow, Dir: j.place.dir,
-		Decisions: j.loaded.Plan.previewDestroy(created, j.done)}
+		Decisions: previewDestroy(j.loaded.Plan, created, j.done)}
 	live, err := liveInstances(store)
 	if err != nil {
 		return nil, err

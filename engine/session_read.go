@@ -55,7 +55,7 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 			return nil, fmt.Errorf("refresh: %w", err)
 		}
 	}
-	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Plan: plan, Decisions: plan.preview(spec)}
+	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Plan: plan, Decisions: preview(plan, spec)}
 	if hist.last != nil {
 		againReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}

@@ -11,12 +11,13 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
 )
 
 // A destroy is a walk of the reverse graph by the same coordinator as a run (see
-// Runner.Run): what this file holds is that graph (Plan.Destroy) and the operation,
+// Runner.Run): what this file holds is that graph (destroyShape) and the operation,
 // what a destroy does with each instance (undoOp). An instance is left alone when its type cannot be undone (or, with
 // Type.UndoAttr, the instance does not set that attribute), is retained, or when
 // something that depends on it could not be destroyed; otherwise it is decoded from
@@ -57,7 +58,7 @@ func (u *undoOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
 		cp := *prev
 		rec = &cp
 	}
-	rec.Order = inst.order
+	rec.Order = inst.Index
 	if u.orphans != nil {
 		rec.Removed, rec.Order = true, -1
 	}
@@ -68,7 +69,7 @@ func (u *undoOp) values(p *Plan) map[string]cty.Value {
 	if u.orphans != nil {
 		return map[string]cty.Value{}
 	}
-	return p.recordedValues(u.created)
+	return recordedValues(p, u.created)
 }
 
 // context: an orphan is decoded from its record alone, with no expression to evaluate.
@@ -154,18 +155,18 @@ func reverseEdges(p *Plan, order []string) (waits map[string]int, frees map[stri
 // inputs as evaluated now from the recorded values, and its recorded outputs. An
 // instance whose outputs were not stored reads as unknown, so whatever depends on it
 // cannot be decoded and is reported so.
-func (p *Plan) recordedValues(created map[string]*state.Instance) map[string]cty.Value {
+func recordedValues(p *Plan, created map[string]*state.Instance) map[string]cty.Value {
 	values := map[string]cty.Value{}
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
 		rec := created[addr]
 		if rec == nil || rec.Status != state.Succeeded || rec.Redacted {
-			values[addr] = cty.UnknownVal(objectType(inst.Task))
+			values[addr] = cty.UnknownVal(plan.ObjectType(inst.Task))
 			continue
 		}
-		ectx, _ := p.evalContext(inst, func(a string) cty.Value { return values[a] })
-		ev, _ := p.evaluate(inst, ectx, false)
-		values[addr] = instanceValue(inst.Task, ev.inputs, decodeOutputs(rec))
+		ectx, _ := p.EvalContext(inst, func(a string) cty.Value { return values[a] })
+		ev, _ := p.Evaluate(inst, ectx, false)
+		values[addr] = plan.InstanceValue(inst.Task, ev.Inputs, decodeOutputs(rec))
 	}
 	return values
 }
@@ -292,9 +293,9 @@ func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags 
 	if created.Inputs != nil {
 		var now map[string]cty.Value
 		if !ediags.HasErrors() {
-			if ev, d := c.plan.evaluate(inst, ectx, false); !d.HasErrors() {
-				now = ev.inputs
-				if fp, hashes := fingerprint(inst.Task, ev.inputs); wholyKnown(ev.inputs) && created.Fingerprint != "" && fp != created.Fingerprint {
+			if ev, d := c.plan.Evaluate(inst, ectx, false); !d.HasErrors() {
+				now = ev.Inputs
+				if fp, hashes := plan.Fingerprint(inst.Task, ev.Inputs); wholyKnown(ev.Inputs) && created.Fingerprint != "" && fp != created.Fingerprint {
 					c.say("%s: the flow now says otherwise (%s); destroying what the run made, as recorded", inst.Addr, changedAttrs(created.AttrHashes, hashes))
 				}
 			}
@@ -305,15 +306,15 @@ func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags 
 	if ediags.HasErrors() {
 		return nil, errors.New(diagText(ediags))
 	}
-	ev, whole, err := c.plan.evaluateForDestroy(inst, ectx)
+	ev, whole, err := evaluateForDestroy(c.plan, inst, ectx)
 	if err != nil {
 		return nil, err
 	}
 	c.say("%s: recorded by an older flow, which kept no record of what it made; destroying what the flow says now", inst.Addr)
-	if fp, hashes := fingerprint(inst.Task, ev.inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
+	if fp, hashes := plan.Fingerprint(inst.Task, ev.Inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
 		c.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
 	}
-	return ev.task, nil
+	return ev.Task, nil
 }
 
 // objectDir is the directory an undo of addr acts in: the one its record names while
@@ -402,21 +403,21 @@ func decodeOutputs(rec *state.Instance) tasks.Outputs {
 // attributes known: the rest (a secret, never stored, reads as unknown) are decoded as
 // zero values and the task is not validated, since Destroy does not read them. Any
 // other type needs every input, and a valid task, as Run does.
-func (p *Plan) evaluateForDestroy(inst *Instance, ectx *hcl.EvalContext) (*evaluated, bool, error) {
+func evaluateForDestroy(p *Plan, inst *Instance, ectx *hcl.EvalContext) (*plan.Evaluated, bool, error) {
 	reads := inst.Task.Kind.DestroyReads
-	ev, diags := p.evaluate(inst, ectx, len(reads) == 0)
+	ev, diags := p.Evaluate(inst, ectx, len(reads) == 0)
 	if diags.HasErrors() {
 		return nil, false, errors.New(diagText(diags))
 	}
 	if len(reads) == 0 {
-		if ev.task == nil {
+		if ev.Task == nil {
 			return nil, false, errNotStored
 		}
 		return ev, true, nil
 	}
 	whole := true
-	plain := make(map[string]cty.Value, len(ev.inputs))
-	for name, v := range ev.inputs {
+	plain := make(map[string]cty.Value, len(ev.Inputs))
+	for name, v := range ev.Inputs {
 		v, _ = v.UnmarkDeep()
 		if !v.IsWhollyKnown() {
 			whole = false
@@ -427,8 +428,8 @@ func (p *Plan) evaluateForDestroy(inst *Instance, ectx *hcl.EvalContext) (*evalu
 		}
 		plain[name] = v
 	}
-	ev.task = inst.Task.Kind.New()
-	if err := tasks.Decode(ev.task, plain); err != nil {
+	ev.Task = inst.Task.Kind.New()
+	if err := tasks.Decode(ev.Task, plain); err != nil {
 		return nil, false, err
 	}
 	return ev, whole, nil

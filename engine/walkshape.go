@@ -75,7 +75,7 @@ func (r *Runner) next(addr string) []string {
 // rank orders ready instances: plan order, or latest first.
 func (r *Runner) rank(inst *Instance) int {
 	if r.shape.latestFirst {
-		return -inst.order
+		return -inst.Index
 	}
-	return inst.order
+	return inst.Index
 }

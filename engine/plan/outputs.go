@@ -1,12 +1,12 @@
-package engine
+package plan
 
 import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// evalOutputs evaluates the flow's output blocks over the finished instances. An
+// EvalOutputs evaluates the flow's output blocks over the finished instances. An
 // output that reads an instance that did not finish is left out.
-func (p *Plan) evalOutputs(values map[string]cty.Value) map[string]cty.Value {
+func (p *Plan) EvalOutputs(values map[string]cty.Value) map[string]cty.Value {
 	out := map[string]cty.Value{}
 	lookup := func(addr string) cty.Value { return values[addr] }
 	for _, o := range p.Flow.Outputs {

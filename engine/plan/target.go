@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/flowdev/flow/engine/dag"
-	"github.com/flowdev/flow/engine/state"
 )
 
 // Selects reports whether target selects the instance at addr: the same address, or
@@ -40,7 +39,7 @@ func (p *Plan) Select(targets []string) (*Plan, error) {
 		return nil, err
 	}
 	for _, addr := range p.Order {
-		if anySelects(targets, addr) {
+		if AnySelects(targets, addr) {
 			visit(addr)
 		}
 	}
@@ -72,14 +71,7 @@ func (p *Plan) CheckAddresses(flag string, addrs []string) error {
 	return nil
 }
 
-// settled reports whether latest lets a new run start without --new: it succeeded,
-// or it is a targeted run whose targets succeeded and that left the rest pending.
-// Like Terraform's -target, such a run does not hold up the next full one; "flow
-// resume" still continues it while it is the latest.
-func settled(latest *state.Run) bool {
-	return latest.Status == state.Succeeded || latest.Status == state.Pending && latest.Destroys == 0
-}
-
-func anySelects(targets []string, addr string) bool {
+// AnySelects reports whether one of targets selects addr.
+func AnySelects(targets []string, addr string) bool {
 	return slices.ContainsFunc(targets, func(t string) bool { return Selects(t, addr) })
 }

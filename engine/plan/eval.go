@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"crypto/sha256"
@@ -16,22 +16,22 @@ import (
 	"github.com/flowdev/flow/tasks"
 )
 
-// evaluated is an instance's body evaluated against its dependencies' values.
-type evaluated struct {
-	task      tasks.Task
-	inputs    map[string]cty.Value // converted to each attribute's type; marks kept
-	sensitive bool                 // some input derives from a sensitive variable
-	timeout   time.Duration
-	retry     config.RetryPolicy
+// Evaluated is an instance's body Evaluated against its dependencies' values.
+type Evaluated struct {
+	Task      tasks.Task
+	Inputs    map[string]cty.Value // converted to each attribute's type; marks kept
+	Sensitive bool                 // some input derives from a sensitive variable
+	Timeout   time.Duration
+	Retry     config.RetryPolicy
 }
 
 // lookupFunc returns the value an expression sees for a finished instance, or
 // cty.NilVal when it has none.
 type lookupFunc func(addr string) cty.Value
 
-// evalContext builds inst's context: var, local, path, each, and the value of every
+// EvalContext builds inst's context: var, local, path, each, and the value of every
 // instance and module output its references read.
-func (p *Plan) evalContext(inst *Instance, lookup lookupFunc) (*hcl.EvalContext, hcl.Diagnostics) {
+func (p *Plan) EvalContext(inst *Instance, lookup lookupFunc) (*hcl.EvalContext, hcl.Diagnostics) {
 	ctx, diags := p.context(inst.mod, inst.Key, inst.Value, lookup)
 	p.addRefValues(ctx, inst.mod, inst.Task.Refs, inst.reads, lookup)
 	return ctx, diags
@@ -124,9 +124,9 @@ func keyString(key cty.Value) string {
 	return key.AsString()
 }
 
-// objectType is the type of an instance's value: its attributes and outputs, an
+// ObjectType is the type of an instance's value: its attributes and outputs, an
 // output winning over an input of the same name.
-func objectType(t *config.Task) cty.Type {
+func ObjectType(t *config.Task) cty.Type {
 	attrs := map[string]cty.Type{}
 	for _, a := range t.Attrs {
 		attrs[a.Name] = a.Type
@@ -137,8 +137,8 @@ func objectType(t *config.Task) cty.Type {
 	return cty.Object(attrs)
 }
 
-// instanceValue is what dependents read from a finished instance.
-func instanceValue(t *config.Task, inputs, outputs map[string]cty.Value) cty.Value {
+// InstanceValue is what dependents read from a finished instance.
+func InstanceValue(t *config.Task, inputs, outputs map[string]cty.Value) cty.Value {
 	vals := make(map[string]cty.Value, len(inputs)+len(outputs))
 	for k, v := range inputs {
 		vals[k] = v
@@ -153,17 +153,17 @@ func instanceValue(t *config.Task, inputs, outputs map[string]cty.Value) cty.Val
 	return cty.ObjectVal(vals)
 }
 
-// evaluate computes inst's inputs in ctx. With decode set, and every input known, it
+// Evaluate computes inst's inputs in ctx. With decode set, and every input known, it
 // also decodes them into a new task value and runs its Validate.
-func (p *Plan) evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*evaluated, hcl.Diagnostics) {
+func (p *Plan) Evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*Evaluated, hcl.Diagnostics) {
 	t := inst.Task
-	ev := &evaluated{inputs: make(map[string]cty.Value, len(t.Attrs))}
+	ev := &Evaluated{Inputs: make(map[string]cty.Value, len(t.Attrs))}
 	var diags hcl.Diagnostics
 	known := true
 	for _, a := range t.Attrs {
 		attr, ok := t.Attributes[a.Name]
 		if !ok {
-			ev.inputs[a.Name] = cty.NullVal(a.Type)
+			ev.Inputs[a.Name] = cty.NullVal(a.Type)
 			continue
 		}
 		val, d := attr.Expr.Value(ctx)
@@ -182,7 +182,7 @@ func (p *Plan) evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*eva
 		}
 		// A single-use secret (a sensitive key) feeds no output: it alone does not
 		// make the outputs secret.
-		ev.sensitive = ev.sensitive || withoutKeys(a, conv).ContainsMarked()
+		ev.Sensitive = ev.Sensitive || withoutKeys(a, conv).ContainsMarked()
 		if len(a.SensitiveKeys) > 0 {
 			conv = markSensitiveKeys(a, conv)
 			if p.Scope != nil && conv.IsWhollyKnown() {
@@ -190,20 +190,20 @@ func (p *Plan) evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*eva
 			}
 		}
 		known = known && conv.IsWhollyKnown()
-		ev.inputs[a.Name] = conv
+		ev.Inputs[a.Name] = conv
 	}
 	diags = append(diags, p.evalSettings(t, ctx, ev)...)
 	if !decode || !known || diags.HasErrors() {
 		return ev, diags
 	}
-	ev.task = t.Kind.New()
-	plain := make(map[string]cty.Value, len(ev.inputs))
-	for k, v := range ev.inputs {
+	ev.Task = t.Kind.New()
+	plain := make(map[string]cty.Value, len(ev.Inputs))
+	for k, v := range ev.Inputs {
 		plain[k], _ = v.UnmarkDeep()
 	}
-	err := tasks.Decode(ev.task, plain)
+	err := tasks.Decode(ev.Task, plain)
 	if err == nil {
-		err = ev.task.Validate()
+		err = ev.Task.Validate()
 	}
 	if err != nil {
 		diags = append(diags, p.taskError(inst, err))
@@ -226,16 +226,16 @@ func (p *Plan) taskError(inst *Instance, err error) *hcl.Diagnostic {
 }
 
 // evalSettings evaluates timeout and retry for one instance.
-func (p *Plan) evalSettings(t *config.Task, ctx *hcl.EvalContext, ev *evaluated) hcl.Diagnostics {
+func (p *Plan) evalSettings(t *config.Task, ctx *hcl.EvalContext, ev *Evaluated) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	ev.retry = config.RetryPolicy{Attempts: 1, Delay: time.Second, MaxDelay: 30 * time.Second}
+	ev.Retry = config.RetryPolicy{Attempts: 1, Delay: time.Second, MaxDelay: 30 * time.Second}
 	if t.Timeout != nil {
-		diags = append(diags, evalDuration(t.Timeout, ctx, "timeout", &ev.timeout)...)
+		diags = append(diags, evalDuration(t.Timeout, ctx, "timeout", &ev.Timeout)...)
 	}
 	if t.Retry == nil {
 		return diags
 	}
-	ev.retry.Attempts = 3
+	ev.Retry.Attempts = 3
 	if e := t.Retry.Attempts; e != nil {
 		v, d := e.Value(ctx)
 		diags = append(diags, d...)
@@ -246,15 +246,15 @@ func (p *Plan) evalSettings(t *config.Task, ctx *hcl.EvalContext, ev *evaluated)
 					Detail: "attempts must be a whole number of at least 1 (the first try counts).", Subject: e.Range().Ptr()})
 			} else {
 				i, _ := n.AsBigFloat().Int64()
-				ev.retry.Attempts = int(i)
+				ev.Retry.Attempts = int(i)
 			}
 		}
 	}
 	if e := t.Retry.Delay; e != nil {
-		diags = append(diags, evalDuration(e, ctx, "delay", &ev.retry.Delay)...)
+		diags = append(diags, evalDuration(e, ctx, "delay", &ev.Retry.Delay)...)
 	}
 	if e := t.Retry.MaxDelay; e != nil {
-		diags = append(diags, evalDuration(e, ctx, "max_delay", &ev.retry.MaxDelay)...)
+		diags = append(diags, evalDuration(e, ctx, "max_delay", &ev.Retry.MaxDelay)...)
 	}
 	return diags
 }
@@ -277,13 +277,13 @@ func evalDuration(e hcl.Expression, ctx *hcl.EvalContext, what string, out *time
 	return diags
 }
 
-// fingerprint hashes the task type and its fully evaluated inputs, and each input
+// Fingerprint hashes the task type and its fully evaluated inputs, and each input
 // alone, so a resume can say which inputs changed.
-func fingerprint(t *config.Task, inputs map[string]cty.Value) (string, map[string]string) {
+func Fingerprint(t *config.Task, inputs map[string]cty.Value) (string, map[string]string) {
 	all := sha256.New()
 	all.Write([]byte(t.Type))
 	per := make(map[string]string, len(t.Attrs))
-	inputs = withoutSensitiveKeys(t.Attrs, inputs)
+	inputs = WithoutSensitiveKeys(t.Attrs, inputs)
 	for _, a := range t.Attrs {
 		if t.Kind != nil && a.Name == t.Kind.UndoAttr {
 			continue // how to undo a task is not what it does: changing it re-runs nothing
@@ -322,7 +322,7 @@ func (p *Plan) typeCheck() hcl.Diagnostics {
 		if v, ok := unknown[t]; ok {
 			return v
 		}
-		unknown[t] = cty.UnknownVal(objectType(t))
+		unknown[t] = cty.UnknownVal(ObjectType(t))
 		return unknown[t]
 	}
 	var diags hcl.Diagnostics
@@ -340,8 +340,8 @@ func (p *Plan) typeCheck() hcl.Diagnostics {
 			}
 			checked[same] = true
 		}
-		ctx, d := p.evalContext(inst, lookup)
-		_, d2 := p.evaluate(inst, ctx, true)
+		ctx, d := p.EvalContext(inst, lookup)
+		_, d2 := p.Evaluate(inst, ctx, true)
 		for _, diag := range append(d, d2...) {
 			k := fmt.Sprintf("%v|%s|%s", diag.Subject, diag.Summary, diag.Detail)
 			if !seen[k] {

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"maps"
@@ -27,9 +27,9 @@ func markSensitiveKeys(a tasks.Attribute, v cty.Value) cty.Value {
 	})
 }
 
-// withoutSensitiveKeys returns inputs with the sensitive keys of each attribute's map
+// WithoutSensitiveKeys returns inputs with the sensitive keys of each attribute's map
 // left out; inputs itself is not changed.
-func withoutSensitiveKeys(attrs []tasks.Attribute, inputs map[string]cty.Value) map[string]cty.Value {
+func WithoutSensitiveKeys(attrs []tasks.Attribute, inputs map[string]cty.Value) map[string]cty.Value {
 	var out map[string]cty.Value
 	for _, a := range attrs {
 		v, ok := inputs[a.Name]

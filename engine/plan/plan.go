@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ type Instance struct {
 	// reads[i] is what Task.Refs[i] reads, seen from this instance.
 	reads []resolved
 	mod   *moduleInstance
-	order int // index in Plan.Order
+	Index int // index in Plan.Order
 }
 
 // Module returns the address of the module instance the instance belongs to, "" in
@@ -81,7 +81,7 @@ func NewPlan(flow *config.Flow, scope *config.Scope) (*Plan, hcl.Diagnostics) {
 	}
 	p.Order = order
 	for i, addr := range order {
-		p.Instances[addr].order = i
+		p.Instances[addr].Index = i
 	}
 	// An evaluation failing on a reference connect found no instance for is that.
 	return p, append(diags, consequences(diags, p.typeCheck())...)
