@@ -16,6 +16,7 @@ import (
 	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -49,19 +50,23 @@ type attemptResult struct {
 	began, finished time.Time
 }
 
-// attempt evaluates inst against its finished dependencies and, unless its previous
+// Instance is the instance the attempt was of (walk.Outcome).
+func (r *attemptResult) Instance() *Instance { return r.inst }
+
+// runAttempt evaluates inst against its finished dependencies and, unless its previous
 // success still holds, runs it once. It never panics: a panic in a task becomes the
 // attempt's error.
-func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
+func runAttempt(ctx context.Context, w *walk.Walk, inst *Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
+	opts := w.Options()
 	res = &attemptResult{inst: inst, attempt: n, began: time.Now()}
 	defer func() {
 		if p := recover(); p != nil {
 			res.kind, res.err, res.retryable = outcomeFailed, fmt.Errorf("task panicked: %v", p), false
-			c.opts.Logger.Error("task panicked", "address", inst.Addr, "stack", string(debug.Stack()))
+			opts.Logger.Error("task panicked", "address", inst.Addr, "stack", string(debug.Stack()))
 		}
 		res.finished = time.Now()
 	}()
-	ev, diags := c.plan.Evaluate(inst, ectx, true)
+	ev, diags := w.Plan().Evaluate(inst, ectx, true)
 	diags = append(ediags, diags...)
 	if diags.HasErrors() {
 		res.kind, res.err = outcomeFailed, errors.New(diagText(diags))
@@ -69,59 +74,58 @@ func (c *coordinator) attempt(ctx context.Context, inst *Instance, n int, ectx *
 	}
 	res.retry = ev.Retry
 	res.fingerprint, res.attrHashes = plan.Fingerprint(inst.Task, ev.Inputs)
-	replacing := n == 1 && plan.AnySelects(c.opts.Replace, inst.Addr)
+	replacing := n == 1 && plan.AnySelects(opts.Replace, inst.Addr)
 	if replacing {
-		res.reason = replaceReason(inst, c.opts.Previous[inst.Addr])
-		c.say("%s: replaced (--replace); running it", inst.Addr)
+		res.reason = replaceReason(inst, opts.Previous[inst.Addr])
+		w.Say("%s: replaced (--replace); running it", inst.Addr)
 	} else if n == 1 {
-		prev := c.opts.Previous[inst.Addr]
-		if value, why, ok := restore(c.plan, inst, ev, prev, res.fingerprint, res.attrHashes); ok {
-			if why = c.refresh(ctx, inst, ev, prev); why == "" {
+		prev := opts.Previous[inst.Addr]
+		if value, why, ok := restore(w.Plan(), inst, ev, prev, res.fingerprint, res.attrHashes); ok {
+			if why = refresh(ctx, opts, inst, ev, prev); why == "" {
 				res.kind, res.value, res.reason = outcomeUpToDate, value, "succeeded before with the same inputs"
 				return res
 			}
 			res.reason = why
-			c.say("%s: %s; running it again", inst.Addr, why)
+			w.Say("%s: %s; running it again", inst.Addr, why)
 		} else if why != "" {
 			res.reason = why
-			c.say("%s: %s; running it", inst.Addr, why)
+			w.Say("%s: %s; running it", inst.Addr, why)
 		}
 	}
 	if n == 1 {
-		c.stopSurvivor(inst.Addr, c.opts.Previous[inst.Addr])
+		stopSurvivor(w, inst.Addr, opts.Previous[inst.Addr])
 	}
 	// Recorded only now, so a success that still stands is never overwritten.
-	rec := c.update(inst.Addr, func(rec *state.Instance) {
+	rec := w.Update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
 		rec.Attempts++
 		rec.Removed = false // a removal an earlier run recorded: it is made again now
 	})
-	c.commit.submit(rec, nil, false)
+	w.Submit(rec, nil)
 	var undoFirst *state.Instance
-	switch prev := c.replaced(inst.Addr); {
+	switch prev := replaced(opts, inst.Addr); {
 	case replacing && undoesOnReplace(inst, prev):
 		undoFirst = prev
 	case n == 1 && !replacing:
-		undoFirst = c.objectChanged(inst, ev)
+		undoFirst = objectChanged(w, inst, ev)
 	}
-	c.runTask(ctx, inst, ev, res, undoFirst)
+	runTask(ctx, w, inst, ev, res, undoFirst)
 	return res
 }
 
 // runTask runs inst's evaluated task once; with undoFirst, it first undoes the object
 // that record holds (see undoRecorded).
-func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *plan.Evaluated, res *attemptResult, undoFirst *state.Instance) {
-	capt := c.captures[inst.Addr]
-	stdout, stderr := c.streams(inst)
+func runTask(ctx context.Context, w *walk.Walk, inst *Instance, ev *plan.Evaluated, res *attemptResult, undoFirst *state.Instance) {
+	stdout, stderr := w.Streams(inst.Addr, res.attempt)
 	if res.attempt > 1 {
-		capt.append([]byte(fmt.Sprintf("--- attempt %d ---\n", res.attempt)))
-		c.say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.Retry.Attempts)
+		w.Say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.Retry.Attempts)
 	} else {
-		c.say("%s: started", inst.Addr)
+		w.Say("%s: started", inst.Addr)
 	}
+	opts := w.Options()
 	env := &tasks.Env{Address: inst.Addr, Attempt: res.attempt, Stdout: stdout, Stderr: stderr,
-		Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry,
-		Dir: c.opts.Dir, Started: c.noteGroup(inst.Addr)}
+		Logger: opts.Logger.Named(inst.Addr), TransientRetry: opts.TransientRetry,
+		Dir: opts.Dir, Started: noteGroup(w, inst.Addr)}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if ev.Timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, ev.Timeout)
@@ -130,13 +134,13 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *plan.Eval
 	var outputs tasks.Outputs
 	var err error
 	if undoFirst != nil {
-		err = c.undoRecorded(runCtx, inst, ev, env, undoFirst)
+		err = undoRecorded(runCtx, w, inst, ev, env, undoFirst)
 	}
 	if err == nil {
 		outputs, err = ev.Task.Run(runCtx, env)
 	}
-	stdout.flush()
-	stderr.flush()
+	stdout.Flush()
+	stderr.Flush()
 	switch {
 	case ctx.Err() != nil:
 		res.kind, res.err = outcomeInterrupted, ctx.Err()
@@ -146,29 +150,16 @@ func (c *coordinator) runTask(ctx context.Context, inst *Instance, ev *plan.Eval
 		res.kind, res.err, res.retryable = outcomeFailed, err, true
 	default:
 		res.kind = outcomeSucceeded
-		if err := c.publish(inst, ev, outputs, res); err != nil {
+		if err := publish(w.Plan(), inst, ev, outputs, res); err != nil {
 			res.kind, res.err = outcomeFailed, err
 		}
 	}
 }
 
-// streams are where inst's task writes: captured for its log, and on the console
-// prefixed with its address unless a live view shows it.
-func (c *coordinator) streams(inst *Instance) (stdout, stderr *lineWriter) {
-	capt := c.captures[inst.Addr]
-	prefix := "[" + inst.Addr + "] "
-	cons := c.console
-	if c.opts.Live {
-		cons = nil
-	}
-	return &lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact},
-		&lineWriter{prefix: prefix, console: cons, capture: capt, redact: c.plan.Scope.Redact}
-}
-
 // publish converts outputs to their declared types, builds the value dependents see
 // (when an expression reads it), and encodes outputs for the state unless they derive
 // from a secret.
-func (c *coordinator) publish(inst *Instance, ev *plan.Evaluated, outputs tasks.Outputs, res *attemptResult) error {
+func publish(p *Plan, inst *Instance, ev *plan.Evaluated, outputs tasks.Outputs, res *attemptResult) error {
 	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
 	redact := false
 	for _, o := range inst.Task.Kind.Outputs {
@@ -187,7 +178,7 @@ func (c *coordinator) publish(inst *Instance, ev *plan.Evaluated, outputs tasks.
 			redact = true
 		}
 		if secret {
-			c.plan.Scope.AddSecrets(cv)
+			p.Scope.AddSecrets(cv)
 		}
 		conv[o.Name] = cv
 	}

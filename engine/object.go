@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/internal/procgroup"
 	"github.com/flowdev/flow/tasks"
 )
@@ -145,21 +146,21 @@ func oneLine(v cty.Value) string {
 // noteGroup is the tasks.Env.Started of an attempt of addr: it keeps the process group
 // of the command the instance runs in its record, so a resume after a crash can tell a
 // survivor (see stopSurvivor).
-func (c *coordinator) noteGroup(addr string) func(int, uint64) {
+func noteGroup(w *walk.Walk, addr string) func(int, uint64) {
 	return func(group int, start uint64) {
-		rec := c.update(addr, func(rec *state.Instance) { rec.Group, rec.GroupStart = group, start })
-		c.commit.submit(rec, nil, false)
+		rec := w.Update(addr, func(rec *state.Instance) { rec.Group, rec.GroupStart = group, start })
+		w.Submit(rec, nil)
 	}
 }
 
 // stopSurvivor stops the process group prev recorded when the process that led it is
 // still the one that started it: a run killed before its command ended leaves the
 // command running, and running the instance again beside it would make a second copy.
-func (c *coordinator) stopSurvivor(addr string, prev *state.Instance) {
+func stopSurvivor(w *walk.Walk, addr string, prev *state.Instance) {
 	if prev == nil || !procgroup.Survives(prev.Group, prev.GroupStart) {
 		return
 	}
-	c.say("%s: process group %d of an earlier attempt still runs; stopping it first", addr, prev.Group)
+	w.Say("%s: process group %d of an earlier attempt still runs; stopping it first", addr, prev.Group)
 	procgroup.Stop(prev.Group, survivorGrace)
 }
 
@@ -172,8 +173,8 @@ const survivorGrace = 5 * time.Second
 // makes the new one, as Terraform replaces a resource whose identifying attribute
 // changed; else nil. A type that does not name what its Destroy reads changes its
 // object in place.
-func (c *coordinator) objectChanged(inst *Instance, ev *plan.Evaluated) *state.Instance {
-	made := c.opts.Made[inst.Addr]
+func objectChanged(w *walk.Walk, inst *Instance, ev *plan.Evaluated) *state.Instance {
+	made := w.Options().Made[inst.Addr]
 	kind := inst.Task.Kind
 	if made == nil || made.Status != state.Succeeded || !hasObject(made) || len(kind.DestroyReads) == 0 || keepReason(inst) != "" {
 		return nil
@@ -198,7 +199,7 @@ func (c *coordinator) objectChanged(inst *Instance, ev *plan.Evaluated) *state.I
 	if len(changed) == 0 {
 		return nil
 	}
-	c.say("%s: %s changed since it was made; undoing what it made first", inst.Addr, strings.Join(changed, ", "))
+	w.Say("%s: %s changed since it was made; undoing what it made first", inst.Addr, strings.Join(changed, ", "))
 	return made
 }
 

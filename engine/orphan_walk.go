@@ -7,10 +7,11 @@ import (
 	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/dag"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/tasks"
 )
 
-// Orphans are undone by the one walker (Runner.Run, as a destroy) over a plan of their
+// Orphans are undone by the one walker (engine/walk), in a destroy's shape, over a plan of their
 // own: one instance per orphan, decoded from its record instead of the flow, which no
 // longer has it.
 
@@ -54,7 +55,7 @@ func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) (*Pl
 // newOrphanDestroyer prepares the walk that undoes orphans (see orphanPlan).
 func newOrphanDestroyer(orphans []orphan, reg *tasks.Registry, scope *config.Scope, opts Options) *Runner {
 	p, decoded := orphanPlan(orphans, reg, scope)
-	return newWalker(p, destroyShape(p, orphanRecords(orphans), decoded), opts)
+	return walk.New(p, destroyShape(p, orphanRecords(orphans), decoded), opts)
 }
 
 // orphanKeep says why undoing o leaves it as it is, or "" when it is undone.

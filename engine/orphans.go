@@ -111,7 +111,7 @@ func (s *Session) orphanPass(ctx context.Context, store *state.Store, run *state
 	}
 	// As Terraform prints the plan before apply: what goes, before it goes.
 	if undone := s.toUndo(orphans); len(undone) > 0 {
-		(&console{out: req.Out}).line(fmt.Sprintf("No longer in the flow, so undone first: %s.", orphanList(undone)))
+		fmt.Fprintf(req.Out, "No longer in the flow, so undone first: %s.\n", orphanList(undone))
 	}
 	opts := req.options(run, store, scope.Redact)
 	// The live view shows the run's walk (the orphans' is printed), and every orphan
@@ -172,8 +172,7 @@ func (s *Session) sayKept(store *state.Store, p *Plan, req *Request) {
 	if err != nil {
 		return
 	}
-	cons := &console{out: req.Out}
 	for _, o := range orphansOf(live, p) {
-		cons.line(fmt.Sprintf("%s: no longer in the flow; kept (--keep-removed)", o.rec.Address))
+		fmt.Fprintf(req.Out, "%s: no longer in the flow; kept (--keep-removed)\n", o.rec.Address)
 	}
 }

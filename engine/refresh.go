@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -50,12 +51,13 @@ func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Ins
 	return ""
 }
 
-// refresh is drift for inst's evaluated task, unless the run trusts its records.
-func (c *coordinator) refresh(ctx context.Context, inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
-	if c.opts.NoRefresh || !canProbe(inst) {
+// refresh is drift for inst's evaluated task, unless the run (with opts) trusts its
+// records.
+func refresh(ctx context.Context, opts *Options, inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
+	if opts.NoRefresh || !canProbe(inst) {
 		return ""
 	}
-	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, c.opts.Logger.Named(inst.Addr), prev, c.opts.Dir), prev)
+	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, opts.Logger.Named(inst.Addr), prev, opts.Dir), prev)
 }
 
 // probeTask is the task whose object a probe looks at: decoded from prev's record
@@ -104,7 +106,7 @@ func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (fu
 	preview(p, spec)
 	found := make([]string, len(jobs))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallelism(req.Parallelism))
+	g.SetLimit(walk.Parallelism(req.Parallelism))
 	for i, j := range jobs {
 		g.Go(func() error {
 			if gctx.Err() != nil { // interrupted while it waited for a slot

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -21,11 +22,11 @@ func undoesOnReplace(inst *Instance, prev *state.Instance) bool {
 
 // replaced is the record of what a replace of addr undoes: the one the run builds on,
 // else what an earlier run made (a new run, which builds on none).
-func (c *coordinator) replaced(addr string) *state.Instance {
-	if prev := c.opts.Previous[addr]; prev != nil {
+func replaced(opts *Options, addr string) *state.Instance {
+	if prev := opts.Previous[addr]; prev != nil {
 		return prev
 	}
-	return c.opts.Made[addr]
+	return opts.Made[addr]
 }
 
 // replaceReason says what a run does with inst when --replace selects it.
@@ -39,7 +40,7 @@ func replaceReason(inst *Instance, prev *state.Instance) string {
 // undoRecorded undoes what an earlier run of inst made, as its record prev holds it
 // (see object.go; a record of an older flow: with its inputs as evaluated now), in the
 // directory it was made in, before the attempt runs it again.
-func (c *coordinator) undoRecorded(ctx context.Context, inst *Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
+func undoRecorded(ctx context.Context, w *walk.Walk, inst *Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
 	task := ev.Task
 	if prev.Inputs != nil {
 		t, err := recordedTask(inst.Task.Kind, prev, ev.Inputs)
@@ -53,17 +54,17 @@ func (c *coordinator) undoRecorded(ctx context.Context, inst *Instance, ev *plan
 		return nil
 	}
 	undoEnv := *env
-	undoEnv.Dir = c.objectDir(inst.Addr, prev)
+	undoEnv.Dir = objectDir(w, inst.Addr, prev)
 	env = &undoEnv
 	var recorded tasks.Outputs
 	if prev.Status == state.Succeeded && len(prev.Outputs) > 0 {
 		recorded = decodeOutputs(prev)
 	}
-	c.say("%s: undoing it first", inst.Addr)
+	w.Say("%s: undoing it first", inst.Addr)
 	began := time.Now()
 	if err := destroyer.Destroy(ctx, env, recorded); err != nil {
 		return fmt.Errorf("undo before replacing: %w", err)
 	}
-	c.say("%s: undone in %s", inst.Addr, round(time.Since(began)))
+	w.Say("%s: undone in %s", inst.Addr, walk.Round(time.Since(began)))
 	return nil
 }

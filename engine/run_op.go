@@ -2,22 +2,32 @@ package engine
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 )
 
+// runShape is the walk of a run of p: p's order and edges, each instance run.
+func runShape(p *Plan) *walk.Shape {
+	return &walk.Shape{Order: p.Order, Op: &runOp{}}
+}
+
 // runOp runs each instance: what a walk of a plan as the planner made it does (see
-// attempt.go for one attempt, execute.go for how its outcome is recorded).
-type runOp struct{}
+// attempt.go for one attempt). Its state is the walk's goroutine's.
+type runOp struct {
+	upToDate int // instances whose earlier success stood
+}
 
-var _ operation = runOp{}
+var _ walk.Operation = (*runOp)(nil)
 
-// initial resumes an instance's record from the run being resumed, with what it waits
+// Initial resumes an instance's record from the run being resumed, with what it waits
 // for in this run, so the run's graph can be drawn (flow ui).
-func (runOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
+func (*runOp) Initial(inst *Instance, prev *state.Instance) *state.Instance {
 	rec := &state.Instance{Address: inst.Addr, Type: inst.Task.Type, Status: state.Pending}
 	if prev != nil {
 		cp := *prev
@@ -28,33 +38,111 @@ func (runOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
 	return rec
 }
 
-func (runOp) values(*Plan) map[string]cty.Value { return map[string]cty.Value{} }
+func (*runOp) Values(*Plan) map[string]cty.Value { return map[string]cty.Value{} }
 
-func (runOp) settle(*coordinator, *Instance) *attemptResult { return nil }
+func (*runOp) Settle(*walk.Walk, *Instance) walk.Outcome { return nil }
 
-func (runOp) context(c *coordinator, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
-	return c.valuesContext(inst)
+func (*runOp) Context(w *walk.Walk, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+	return valuesContext(w, inst)
 }
 
-func (runOp) perform(ctx context.Context, c *coordinator, inst *Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) *attemptResult {
-	return c.attempt(ctx, inst, attempt, ectx, diags)
+func (*runOp) Perform(ctx context.Context, w *walk.Walk, inst *Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
+	return runAttempt(ctx, w, inst, attempt, ectx, diags)
 }
 
-func (runOp) finish(c *coordinator, res *attemptResult) { c.finishAttempt(res) }
+func (*runOp) StopsOnInterrupt() bool { return true }
 
-func (runOp) stopsOnInterrupt() bool { return true }
-
-// judge: a run failed unless every instance succeeded (or stood), and was interrupted
+// Judge: a run failed unless every instance succeeded (or stood), and was interrupted
 // when a signal stopped it; its outputs are what its values let be evaluated.
-func (runOp) judge(c *coordinator, res *Result) {
+func (op *runOp) Judge(w *walk.Walk, res *Result) {
+	res.UpToDate = op.upToDate
 	for _, rec := range res.Records {
 		if rec.Status != state.Succeeded {
 			res.Status = state.Failed
 			break
 		}
 	}
-	if c.interrupted {
+	if w.Interrupted() {
 		res.Status = state.Interrupted
 	}
-	res.Outputs = c.plan.EvalOutputs(c.values)
+	res.Outputs = w.Plan().EvalOutputs(w.Values())
 }
+
+// valuesContext is inst's evaluation context over the values of the instances that
+// ended so far.
+func valuesContext(w *walk.Walk, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+	values := w.Values()
+	return w.Plan().EvalContext(inst, func(addr string) cty.Value { return values[addr] })
+}
+
+// Finish records how an attempt of a run ended: a success is durable before its
+// dependents start, a failure is retried as its policy says or skips its dependents.
+func (op *runOp) Finish(w *walk.Walk, o walk.Outcome) {
+	res := o.(*attemptResult)
+	addr := res.inst.Addr
+	elapsed := walk.Round(res.finished.Sub(res.began))
+	switch res.kind {
+	case outcomeUpToDate:
+		w.Keep(addr, res.value)
+		op.upToDate++
+		prev := w.Options().Previous[addr]
+		rec := w.Update(addr, func(rec *state.Instance) {
+			*rec = *prev
+			rec.Reason = "up to date: " + res.reason
+			rec.Deps, rec.DepsKnown = res.inst.Deps, true
+		})
+		if !prev.DepsKnown || !slices.Equal(prev.Deps, rec.Deps) { // the graph changed around it: this run's edges
+			w.Submit(rec, nil)
+		}
+		w.Say("%s: up to date (%s)", addr, res.reason)
+		w.Release(addr) // its record is already durable
+	case outcomeSucceeded:
+		w.Keep(addr, res.value)
+		rec := w.Update(addr, func(rec *state.Instance) {
+			rec.Status, rec.FinishedAt, rec.Error, rec.Reason = state.Succeeded, timePtr(res.finished), "", res.reason
+			rec.Redacted = res.redacted
+		})
+		// Outputs and hashes go to the state file only: the record kept in memory (for
+		// status and the summary) would otherwise grow a long run's heap with every success.
+		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
+		rec.Inputs, rec.Withheld, rec.Retain = res.inputs, res.withheld, res.inst.Task.RetainOnDestroy
+		rec.Dir, rec.Group, rec.GroupStart = w.Options().Dir, 0, 0
+		if res.inputs != nil { // it can be undone: once the flow drops it, in dependency order
+			rec.Deps, rec.DepsKnown = res.inst.Deps, true
+		}
+		// Only dependents must wait for the record to be durable; a leaf's success rides
+		// along with the next commit (a kill before then runs it again on resume).
+		w.Commit(rec, w.Log(addr))
+		w.Say("%s: succeeded in %s", addr, elapsed)
+	case outcomeInterrupted:
+		rec := w.Update(addr, func(rec *state.Instance) {
+			rec.Status, rec.FinishedAt, rec.Error = state.Interrupted, timePtr(res.finished), "interrupted"
+		})
+		w.Submit(rec, w.Log(addr))
+		w.Say("%s: interrupted after %s", addr, elapsed)
+	case outcomeFailed:
+		failed(w, res, elapsed)
+	}
+}
+
+// failed ends a failed attempt: another one after a backoff when it may, else the
+// instance fails, its dependents are skipped and, with --fail-fast, the run stops.
+func failed(w *walk.Walk, res *attemptResult, elapsed time.Duration) {
+	addr := res.inst.Addr
+	msg := w.Plan().Scope.Redact(res.err.Error())
+	if res.retryable && w.Retry(res.inst, res.attempt, res.retry, elapsed, msg) {
+		return
+	}
+	w.Failed(addr)
+	rec := w.Update(addr, func(rec *state.Instance) {
+		rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), msg
+	})
+	w.Submit(rec, w.Log(addr))
+	w.Say("%s: failed in %s: %s", addr, elapsed, msg)
+	w.SkipDependents(addr)
+	if w.Options().FailFast {
+		w.Stop()
+	}
+}
+
+func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }

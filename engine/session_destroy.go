@@ -49,7 +49,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	opts := req.options(run, h.store, l.Plan.Scope.Redact)
 	opts.Previous, opts.Finish = j.done, finish
 	d := NewDestroyer(l.Plan, j.created, opts)
-	start.Instances = len(d.shape.order)
+	start.Instances = len(d.Snapshot())
 	h.started(&req, start, d)
 	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
 	live, err := liveInstances(h.store)

@@ -46,7 +46,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, err
 	}
 	if latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded {
-		(&console{out: req.Out}).line(fmt.Sprintf("The latest run (%d) destroys run %d and did not finish: what it did not undo stays recorded, and this run makes the flow's instances again (flow destroy undoes them all).", latest.ID, latest.Destroys))
+		fmt.Fprintf(req.Out, "The latest run (%d) destroys run %d and did not finish: what it did not undo stays recorded, and this run makes the flow's instances again (flow destroy undoes them all).\n", latest.ID, latest.Destroys)
 	}
 	if l == nil {
 		if l, plan, err = s.loadSelected(&req, req.Flow, "", nil); err != nil {

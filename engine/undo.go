@@ -13,46 +13,39 @@ import (
 
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/tasks"
 )
 
-// A destroy is a walk of the reverse graph by the same coordinator as a run (see
-// Runner.Run): what this file holds is that graph (destroyShape) and the operation,
-// what a destroy does with each instance (undoOp). An instance is left alone when its type cannot be undone (or, with
+// A destroy is a walk of the reverse graph by the same walker as a run (engine/walk):
+// what this file holds is that graph (destroyShape) and the operation, what a destroy
+// does with each instance (undoOp; NewDestroyer builds the walk). An instance is left alone when its type cannot be undone (or, with
 // Type.UndoAttr, the instance does not set that attribute), is retained, or when
 // something that depends on it could not be destroyed; otherwise it is decoded from
 // its inputs as the undone run evaluated them (the plan's variables and its
 // dependencies' recorded outputs) and its type's Destroy is called.
 
-// NewDestroyer prepares the destroy of the run of p whose records are created: a
-// walk of p reversed, in which each instance that run started is undone once
-// everything that depends on it has had its turn, latest in plan order first. It
-// writes nothing until Run.
-func NewDestroyer(p *Plan, created map[string]*state.Instance, opts Options) *Runner {
-	return newWalker(p, destroyShape(p, created, nil), opts)
-}
-
 // destroyShape is the reversed walk of p that undoes what created records; orphans,
 // when set, are p's instances decoded from their records alone (see orphanPlan).
-func destroyShape(p *Plan, created map[string]*state.Instance, orphans map[string]*orphan) *walkShape {
+func destroyShape(p *Plan, created map[string]*state.Instance, orphans map[string]*orphan) *walk.Shape {
 	order := undone(p, created)
 	waits, frees := reverseEdges(p, order)
-	return &walkShape{order: order, waits: waits, frees: frees, latestFirst: true,
-		op: &undoOp{created: created, orphans: orphans, blocked: map[string]bool{}}}
+	return &walk.Shape{Order: order, Waits: waits, Frees: frees, LatestFirst: true,
+		Op: &undoOp{created: created, orphans: orphans, blocked: map[string]bool{}}}
 }
 
-// undoOp undoes each instance from its record. Its state is the coordinator's: it is
-// used by the walk's goroutine alone, but for perform's reads of created.
+// undoOp undoes each instance from its record. Its state is the walk's goroutine's,
+// but for Perform's reads of created.
 type undoOp struct {
 	created map[string]*state.Instance // the undone run's records
 	orphans map[string]*orphan         // instances no longer in the flow, decoded from their records alone; nil in a destroy
 	blocked map[string]bool            // the instances not destroyed: what they depend on stays
 }
 
-var _ operation = (*undoOp)(nil)
+var _ walk.Operation = (*undoOp)(nil)
 
-// initial takes over an earlier attempt's record only where it undid the instance.
-func (u *undoOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
+// Initial takes over an earlier attempt's record only where it undid the instance.
+func (u *undoOp) Initial(inst *Instance, prev *state.Instance) *state.Instance {
 	rec := &state.Instance{Address: inst.Addr, Type: inst.Task.Type, Status: state.Pending}
 	if prev != nil && prev.Status == state.Succeeded {
 		cp := *prev
@@ -65,32 +58,32 @@ func (u *undoOp) initial(inst *Instance, prev *state.Instance) *state.Instance {
 	return rec
 }
 
-func (u *undoOp) values(p *Plan) map[string]cty.Value {
+func (u *undoOp) Values(p *Plan) map[string]cty.Value {
 	if u.orphans != nil {
 		return map[string]cty.Value{}
 	}
 	return recordedValues(p, u.created)
 }
 
-// context: an orphan is decoded from its record alone, with no expression to evaluate.
-func (u *undoOp) context(c *coordinator, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+// Context: an orphan is decoded from its record alone, with no expression to evaluate.
+func (u *undoOp) Context(w *walk.Walk, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
 	if u.orphans[inst.Addr] != nil {
 		return nil, nil
 	}
-	return c.valuesContext(inst)
+	return valuesContext(w, inst)
 }
 
-func (u *undoOp) perform(ctx context.Context, c *coordinator, inst *Instance, _ int, ectx *hcl.EvalContext, diags hcl.Diagnostics) *attemptResult {
-	return c.undo(ctx, inst, ectx, diags, u.created[inst.Addr], u.orphans[inst.Addr] != nil)
+func (u *undoOp) Perform(ctx context.Context, w *walk.Walk, inst *Instance, _ int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
+	return undo(ctx, w, inst, ectx, diags, u.created[inst.Addr], u.orphans[inst.Addr] != nil)
 }
 
 // A destroy goes on to its end when interrupted: what is left is settled as
 // interrupted or kept.
-func (u *undoOp) stopsOnInterrupt() bool { return false }
+func (u *undoOp) StopsOnInterrupt() bool { return false }
 
-// judge: a destroy failed if an undo failed, and was interrupted if one was; leaving
+// Judge: a destroy failed if an undo failed, and was interrupted if one was; leaving
 // an instance as it is fails nothing. It has no outputs.
-func (u *undoOp) judge(_ *coordinator, res *Result) {
+func (u *undoOp) Judge(_ *walk.Walk, res *Result) {
 	for _, rec := range res.Records {
 		switch {
 		case rec.Status == state.Failed:
@@ -171,26 +164,23 @@ func recordedValues(p *Plan, created map[string]*state.Instance) map[string]cty.
 	return values
 }
 
-// settle decides, without a worker, what a destroy does with inst when it need not or
+// Settle decides, without a worker, what a destroy does with inst when it need not or
 // cannot undo it; nil when inst is to be undone.
-func (u *undoOp) settle(c *coordinator, inst *Instance) *attemptResult {
+func (u *undoOp) Settle(w *walk.Walk, inst *Instance) walk.Outcome {
 	addr := inst.Addr
 	now := time.Now()
 	res := &attemptResult{inst: inst, attempt: 1, began: now, finished: now, kind: outcomeKept}
-	c.mu.Lock()
-	done := c.records[addr].Status == state.Succeeded
-	c.mu.Unlock()
 	switch {
-	case done:
+	case w.Record(addr).Status == state.Succeeded:
 		res.kind, res.reason = outcomeUpToDate, "already destroyed"
 		return res
-	case u.blocker(c, addr) != "":
-		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", u.blocker(c, addr)), true
+	case u.blocker(w.Plan(), addr) != "":
+		res.reason, res.blocks = fmt.Sprintf("kept: %s, which depends on it, was not destroyed", u.blocker(w.Plan(), addr)), true
 	case u.orphans[addr] != nil && orphanKeep(inst.Task.Kind, u.orphans[addr]) != "":
 		res.reason = orphanKeep(inst.Task.Kind, u.orphans[addr])
 	case u.orphans[addr] == nil && keepReason(inst) != "":
 		res.reason = keepReason(inst)
-	case c.interrupted:
+	case w.Interrupted():
 		res.kind, res.err = outcomeInterrupted, context.Canceled
 	default:
 		return nil
@@ -229,8 +219,8 @@ func setsAttr(inst *Instance, name string) bool {
 }
 
 // blocker is a dependent of addr that was not destroyed, or "".
-func (u *undoOp) blocker(c *coordinator, addr string) string {
-	for _, dep := range c.plan.Dependents(addr) {
+func (u *undoOp) blocker(p *Plan, addr string) string {
+	for _, dep := range p.Dependents(addr) {
 		if u.blocked[dep] {
 			return dep
 		}
@@ -239,36 +229,37 @@ func (u *undoOp) blocker(c *coordinator, addr string) string {
 }
 
 // undo decodes inst and calls its Destroy; a panic becomes its error.
-func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (res *attemptResult) {
+func undo(ctx context.Context, w *walk.Walk, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (res *attemptResult) {
 	res = &attemptResult{inst: inst, attempt: 1, began: time.Now()}
-	rec := c.update(inst.Addr, func(rec *state.Instance) {
+	rec := w.Update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
 		rec.Attempts++
 	})
-	c.commit.submit(rec, nil, false)
-	stdout, stderr := c.streams(inst)
+	w.Submit(rec, nil)
+	stdout, stderr := w.Streams(inst.Addr, 1)
+	opts := w.Options()
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("task panicked: %v", p)
-				c.opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
+				opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
 			}
 		}()
-		task, err := c.destroyTask(inst, ectx, ediags, created, orphaned)
+		task, err := destroyTask(w, inst, ectx, ediags, created, orphaned)
 		if err != nil {
 			return err
 		}
 		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
-			Logger: c.opts.Logger.Named(inst.Addr), TransientRetry: c.opts.TransientRetry,
-			Dir: c.objectDir(inst.Addr, created), Started: c.noteGroup(inst.Addr)}
+			Logger: opts.Logger.Named(inst.Addr), TransientRetry: opts.TransientRetry,
+			Dir: objectDir(w, inst.Addr, created), Started: noteGroup(w, inst.Addr)}
 		var recorded tasks.Outputs
 		if created.Status == state.Succeeded && len(created.Outputs) > 0 {
 			recorded = decodeOutputs(created)
 		}
 		return task.(tasks.Destroyer).Destroy(ctx, env, recorded)
 	}()
-	stdout.flush()
-	stderr.flush()
+	stdout.Flush()
+	stderr.Flush()
 	res.finished = time.Now()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -285,65 +276,66 @@ func (c *coordinator) undo(ctx context.Context, inst *Instance, ectx *hcl.EvalCo
 // holds (see object.go), with only a withheld secret taken from the flow. A record an
 // older flow wrote holds no object: then the task is evaluated from the flow with what
 // the undone run recorded, and the walk says so.
-func (c *coordinator) destroyTask(inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (tasks.Task, error) {
+func destroyTask(w *walk.Walk, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (tasks.Task, error) {
 	if orphaned {
-		c.say("%s: no longer in the flow; destroying", inst.Addr)
+		w.Say("%s: no longer in the flow; destroying", inst.Addr)
 		return recordedTask(inst.Task.Kind, created, nil)
 	}
 	if created.Inputs != nil {
 		var now map[string]cty.Value
 		if !ediags.HasErrors() {
-			if ev, d := c.plan.Evaluate(inst, ectx, false); !d.HasErrors() {
+			if ev, d := w.Plan().Evaluate(inst, ectx, false); !d.HasErrors() {
 				now = ev.Inputs
 				if fp, hashes := plan.Fingerprint(inst.Task, ev.Inputs); wholyKnown(ev.Inputs) && created.Fingerprint != "" && fp != created.Fingerprint {
-					c.say("%s: the flow now says otherwise (%s); destroying what the run made, as recorded", inst.Addr, changedAttrs(created.AttrHashes, hashes))
+					w.Say("%s: the flow now says otherwise (%s); destroying what the run made, as recorded", inst.Addr, changedAttrs(created.AttrHashes, hashes))
 				}
 			}
 		}
-		c.say("%s: destroying", inst.Addr)
+		w.Say("%s: destroying", inst.Addr)
 		return recordedTask(inst.Task.Kind, created, now)
 	}
 	if ediags.HasErrors() {
 		return nil, errors.New(diagText(ediags))
 	}
-	ev, whole, err := evaluateForDestroy(c.plan, inst, ectx)
+	ev, whole, err := evaluateForDestroy(w.Plan(), inst, ectx)
 	if err != nil {
 		return nil, err
 	}
-	c.say("%s: recorded by an older flow, which kept no record of what it made; destroying what the flow says now", inst.Addr)
+	w.Say("%s: recorded by an older flow, which kept no record of what it made; destroying what the flow says now", inst.Addr)
 	if fp, hashes := plan.Fingerprint(inst.Task, ev.Inputs); whole && created.Fingerprint != "" && fp != created.Fingerprint {
-		c.say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
+		w.Say("%s: inputs differ from the run's (%s); destroying what they say now", inst.Addr, changedAttrs(created.AttrHashes, hashes))
 	}
 	return ev.Task, nil
 }
 
 // objectDir is the directory an undo of addr acts in: the one its record names while
 // it exists, else the walk's.
-func (c *coordinator) objectDir(addr string, rec *state.Instance) string {
+func objectDir(w *walk.Walk, addr string, rec *state.Instance) string {
+	opts := w.Options()
 	switch {
-	case rec == nil || rec.Dir == "" || rec.Dir == c.opts.Dir || c.opts.Moved:
-		return c.opts.Dir
+	case rec == nil || rec.Dir == "" || rec.Dir == opts.Dir || opts.Moved:
+		return opts.Dir
 	case isDir(rec.Dir):
 		return rec.Dir
 	}
-	c.say("%s: the directory it was made in, %s, is gone; undoing it in %s", addr, rec.Dir, c.opts.Dir)
-	return c.opts.Dir
+	w.Say("%s: the directory it was made in, %s, is gone; undoing it in %s", addr, rec.Dir, opts.Dir)
+	return opts.Dir
 }
 
-// finish records how a destroy ended with one instance. Whatever the outcome, what
+// Finish records how a destroy ended with one instance. Whatever the outcome, what
 // the instance depends on gets its turn once the record is durable; a failure or an
 // interruption keeps it.
-func (u *undoOp) finish(c *coordinator, res *attemptResult) {
+func (u *undoOp) Finish(w *walk.Walk, o walk.Outcome) {
+	res := o.(*attemptResult)
 	addr := res.inst.Addr
-	elapsed := round(res.finished.Sub(res.began))
-	c.final[addr] = true
+	elapsed := walk.Round(res.finished.Sub(res.began))
 	if res.kind == outcomeUpToDate {
-		c.say("%s: already destroyed", addr)
-		c.release(addr)
+		w.Say("%s: already destroyed", addr)
+		w.Release(addr)
 		return
 	}
 	var line string
-	rec := c.update(addr, func(rec *state.Instance) {
+	rec := w.Update(addr, func(rec *state.Instance) {
 		switch res.kind {
 		case outcomeKept:
 			rec.Status, rec.Reason = state.Skipped, res.reason
@@ -361,31 +353,22 @@ func (u *undoOp) finish(c *coordinator, res *attemptResult) {
 				line = fmt.Sprintf("%s: interrupted after %s", addr, elapsed)
 			}
 		case outcomeFailed:
-			rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), c.plan.Scope.Redact(res.err.Error())
+			rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), w.Plan().Scope.Redact(res.err.Error())
 			line = fmt.Sprintf("%s: destroy failed in %s: %s", addr, elapsed, rec.Error)
 		}
 	})
-	if res.kind == outcomeFailed && c.firstFailure == "" {
-		c.firstFailure = addr
+	if res.kind == outcomeFailed {
+		w.Failed(addr)
 	}
 	u.blocked[addr] = res.blocks || res.kind == outcomeFailed || res.kind == outcomeInterrupted
 	if line != "" {
-		c.say("%s", line)
+		w.Say("%s", line)
 	}
 	var log []byte
 	if rec.StartedAt != nil {
-		log = c.captures[addr].bytes()
+		log = w.Log(addr)
 	}
-	c.submitReleasing(rec, log)
-}
-
-// submitReleasing commits rec and releases what waits for it once it is durable.
-func (c *coordinator) submitReleasing(rec *state.Instance, log []byte) {
-	wait := len(c.next(rec.Address)) > 0
-	if wait {
-		c.inflight++
-	}
-	c.commit.submit(rec, log, wait)
+	w.Commit(rec, log)
 }
 
 func decodeOutputs(rec *state.Instance) tasks.Outputs {

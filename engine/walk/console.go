@@ -1,4 +1,4 @@
-package engine
+package walk
 
 import (
 	"bytes"
@@ -54,9 +54,11 @@ func (c *capture) lastLine() string {
 	return string(b)
 }
 
-// lineWriter splits a task's stream into lines, redacts them, prefixes them with
-// the instance address for the console, and keeps them in the capture.
-type lineWriter struct {
+// A Stream is where an attempt writes (Walk.Streams): it splits what it is given into
+// lines, redacts them, keeps them in the instance's capture and writes them to the
+// console prefixed with the instance's address. It may be written from several
+// goroutines.
+type Stream struct {
 	mu      sync.Mutex
 	prefix  string
 	console *console // nil: captured only
@@ -65,7 +67,7 @@ type lineWriter struct {
 	partial []byte
 }
 
-func (w *lineWriter) Write(p []byte) (int, error) {
+func (w *Stream) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.partial = append(w.partial, p...)
@@ -85,7 +87,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *lineWriter) emit(line string) {
+func (w *Stream) emit(line string) {
 	line = w.redact(line)
 	w.capture.append([]byte(line + "\n"))
 	if w.console != nil {
@@ -93,8 +95,8 @@ func (w *lineWriter) emit(line string) {
 	}
 }
 
-// flush emits a final line that had no newline.
-func (w *lineWriter) flush() {
+// Flush emits a final line that had no newline.
+func (w *Stream) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.partial) > 0 {

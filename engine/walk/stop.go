@@ -1,4 +1,4 @@
-package engine
+package walk
 
 import "github.com/flowdev/flow/internal/procgroup"
 

@@ -1,30 +1,30 @@
-package engine
+package walk
 
 import (
 	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hashicorp/hcl/v2"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 )
 
 // queued is an instance ready to start its next attempt.
 type queued struct {
-	inst    *Instance
+	inst    *plan.Instance
 	attempt int
 	rank    int // Runner.rank
 }
 
-// readyQueue starts instances by rank, whatever order they became ready in: a run in
-// plan order, so `flow plan` shows the order a run starts them in.
+// readyQueue starts instances by rank, whatever order they became ready in: in plan
+// order unless the shape says latest first, so `flow plan` shows the order a run
+// starts them in.
 type readyQueue []queued
 
 func (q readyQueue) Len() int           { return len(q) }
@@ -41,13 +41,16 @@ func (q *readyQueue) Pop() any {
 // retryDue puts an instance back in the ready queue after its backoff.
 type retryDue queued
 
+// performed carries a worker's outcome back to the walk's goroutine.
+type performed struct{ Outcome }
+
 // coordinator is the state of one Run, owned by the Run goroutine alone: the one
-// walker, of a plan's graph for a run and of its reverse for a destroy (undo.go).
-// Workers only run one attempt and report back; they never wait on dependencies or
-// hold a slot while waiting, so a slot is busy exactly while a task's Run (or
-// Destroy) is.
+// walker, of whatever graph its shape gives. Workers only run one attempt and report
+// back; they never wait on dependencies or hold a slot while waiting, so a slot is
+// busy exactly while an operation's Perform is.
 type coordinator struct {
 	*Runner
+	walk     *Walk // what the operation is given
 	tasksCtx context.Context
 	events   chan any
 	commit   *committer
@@ -70,20 +73,16 @@ type coordinator struct {
 	interrupted  bool
 	fatal        error
 	firstFailure string
-	upToDate     int
 }
 
-// Run walks the plan in its shape. A run: ready instances start in plan order up to the
-// parallelism bound, each success is durable before its dependents start, a failure
-// skips its dependents, and cancelling ctx interrupts running tasks. A destroy (a walker
-// from NewDestroyer): each instance the undone run started is undone once everything
-// that depends on it has had its turn (independent ones at once, up to the bound,
-// latest in plan order first); an instance that could not be destroyed keeps what it
-// depends on, and cancelling ctx interrupts running undos and keeps everything not yet
-// undone. Each
-// result is checkpointed, so an interrupted walk continues where it stopped. The error
-// is non-nil only when checkpoints could not be written (then nothing new starts);
-// task failures are in the Result.
+// Run walks the plan in its shape: an instance is ready once everything it waits for
+// has ended and is durable; ready instances start in rank order up to the parallelism
+// bound (and each task's max_parallel), and the operation decides what each start
+// does and how it ends. Cancelling ctx interrupts running attempts; the walk then
+// starts nothing more or lets the operation settle the rest, as the operation says
+// (StopsOnInterrupt). Each result is checkpointed, so an interrupted walk continues
+// where it stopped. The error is non-nil only when checkpoints could not be written
+// (then nothing new starts); task failures are in the Result.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	tasksCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
@@ -93,10 +92,11 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		final: make(map[string]bool, n), started: map[string]time.Time{},
 		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
 		backoff: map[string]*time.Timer{}}
-	c.values = r.shape.op.values(r.plan)
+	c.walk = &Walk{c: c}
+	c.values = r.shape.Op.Values(r.plan)
 	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
 	c.recordPending()
-	for _, addr := range r.shape.order {
+	for _, addr := range r.shape.Order {
 		c.waiting[addr] = r.waitsFor(addr)
 		if c.waiting[addr] == 0 {
 			c.push(r.plan.Instances[addr], 1)
@@ -119,7 +119,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		select {
 		case <-done:
 			done = nil
-			c.interrupted, c.stopping = true, r.shape.op.stopsOnInterrupt()
+			c.interrupted, c.stopping = true, r.shape.Op.StopsOnInterrupt()
 			cancelTasks() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
 			c.abandonBackoffs(state.Interrupted)
 		case ev := <-c.events:
@@ -137,7 +137,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 // recordPending records the instances new to this run as pending (with the next
 // commit), so `flow status` lists the whole plan from the start.
 func (c *coordinator) recordPending() {
-	for _, addr := range c.shape.order {
+	for _, addr := range c.shape.Order {
 		if _, resumed := c.opts.Previous[addr]; !resumed {
 			c.commit.submit(c.records[addr], nil, false)
 		}
@@ -167,38 +167,44 @@ func (c *coordinator) unbound(t *config.Task) {
 }
 
 // push makes inst ready for its attempt.
-func (c *coordinator) push(inst *Instance, attempt int) {
+func (c *coordinator) push(inst *plan.Instance, attempt int) {
 	heap.Push(&c.ready, queued{inst, attempt, c.rank(inst)})
 }
 
 // start runs an attempt of inst on a worker, unless its operation settles it at once.
-func (c *coordinator) start(inst *Instance, attempt int) {
-	if res := c.shape.op.settle(c, inst); res != nil {
-		c.shape.op.finish(c, res)
+func (c *coordinator) start(inst *plan.Instance, attempt int) {
+	if o := c.shape.Op.Settle(c.walk, inst); o != nil {
+		c.end(o)
 		return
 	}
 	c.running++
 	c.runningOf[inst.Task]++
 	c.started[inst.Addr] = time.Now()
 	c.reportAt[inst.Addr] = c.opts.ProgressEvery
-	ectx, diags := c.shape.op.context(c, inst)
-	go func() { c.events <- c.shape.op.perform(c.tasksCtx, c, inst, attempt, ectx, diags) }()
+	ectx, diags := c.shape.Op.Context(c.walk, inst)
+	go func() {
+		c.events <- performed{c.shape.Op.Perform(c.tasksCtx, c.walk, inst, attempt, ectx, diags)}
+	}()
 }
 
-// valuesContext is inst's evaluation context over the values of the instances that
-// finished so far.
-func (c *coordinator) valuesContext(inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
-	return c.plan.EvalContext(inst, func(addr string) cty.Value { return c.values[addr] })
+// end hands o to the operation's Finish; the instance has ended then, unless Finish
+// asked for another attempt.
+func (c *coordinator) end(o Outcome) {
+	c.shape.Op.Finish(c.walk, o)
+	if addr := o.Instance().Addr; c.backoff[addr] == nil {
+		c.final[addr] = true
+	}
 }
 
 func (c *coordinator) handle(ev any) {
 	switch ev := ev.(type) {
-	case *attemptResult:
+	case performed:
+		inst := ev.Instance()
 		c.running--
-		c.unbound(ev.inst.Task)
-		delete(c.started, ev.inst.Addr)
-		delete(c.reportAt, ev.inst.Addr)
-		c.shape.op.finish(c, ev)
+		c.unbound(inst.Task)
+		delete(c.started, inst.Addr)
+		delete(c.reportAt, inst.Addr)
+		c.end(ev.Outcome)
 	case committed:
 		c.inflight -= len(ev.addrs)
 		if ev.err != nil {
@@ -223,96 +229,6 @@ func (c *coordinator) release(addr string) {
 		if c.waiting[dep]--; c.waiting[dep] == 0 && !c.final[dep] {
 			c.push(c.plan.Instances[dep], 1)
 		}
-	}
-}
-
-// keepValue keeps a finished instance's value for what reads it; an instance no
-// expression reads has none (see config.Task.Read), and keeping nothing for it keeps
-// a long run's heap from growing with every success.
-func (c *coordinator) keepValue(addr string, v cty.Value) {
-	if v != cty.NilVal {
-		c.values[addr] = v
-	}
-}
-
-func (c *coordinator) finishAttempt(res *attemptResult) {
-	addr := res.inst.Addr
-	elapsed := round(res.finished.Sub(res.began))
-	switch res.kind {
-	case outcomeUpToDate:
-		c.final[addr] = true
-		c.keepValue(addr, res.value)
-		c.upToDate++
-		prev := c.opts.Previous[addr]
-		rec := c.update(addr, func(rec *state.Instance) {
-			*rec = *prev
-			rec.Reason = "up to date: " + res.reason
-			rec.Deps, rec.DepsKnown = res.inst.Deps, true
-		})
-		if !prev.DepsKnown || !slices.Equal(prev.Deps, rec.Deps) { // the graph changed around it: this run's edges
-			c.commit.submit(rec, nil, false)
-		}
-		c.say("%s: up to date (%s)", addr, res.reason)
-		c.release(addr) // its record is already durable
-	case outcomeSucceeded:
-		c.final[addr] = true
-		c.keepValue(addr, res.value)
-		rec := c.update(addr, func(rec *state.Instance) {
-			rec.Status, rec.FinishedAt, rec.Error, rec.Reason = state.Succeeded, timePtr(res.finished), "", res.reason
-			rec.Redacted = res.redacted
-		})
-		// Outputs and hashes go to the state file only: the record kept in memory (for
-		// status and the summary) would otherwise grow a long run's heap with every success.
-		rec.Outputs, rec.Fingerprint, rec.AttrHashes = res.stored, res.fingerprint, res.attrHashes
-		rec.Inputs, rec.Withheld, rec.Retain = res.inputs, res.withheld, res.inst.Task.RetainOnDestroy
-		rec.Dir, rec.Group, rec.GroupStart = c.opts.Dir, 0, 0
-		if res.inputs != nil { // it can be undone: once the flow drops it, in dependency order
-			rec.Deps, rec.DepsKnown = res.inst.Deps, true
-		}
-		// Only dependents must wait for the record to be durable; a leaf's success rides
-		// along with the next commit (a kill before then runs it again on resume).
-		wait := len(c.plan.Dependents(addr)) > 0
-		if wait {
-			c.inflight++
-		}
-		c.commit.submit(rec, c.captures[addr].bytes(), wait)
-		c.say("%s: succeeded in %s", addr, elapsed)
-	case outcomeInterrupted:
-		c.final[addr] = true
-		rec := c.update(addr, func(rec *state.Instance) {
-			rec.Status, rec.FinishedAt, rec.Error = state.Interrupted, timePtr(res.finished), "interrupted"
-		})
-		c.commit.submit(rec, c.captures[addr].bytes(), false)
-		c.say("%s: interrupted after %s", addr, elapsed)
-	case outcomeFailed:
-		c.failed(res, elapsed)
-	}
-}
-
-func (c *coordinator) failed(res *attemptResult, elapsed time.Duration) {
-	addr := res.inst.Addr
-	msg := c.plan.Scope.Redact(res.err.Error())
-	if res.retryable && res.attempt < res.retry.Attempts && !c.stopping {
-		delay := backoffDelay(res.retry.Delay, res.retry.MaxDelay, res.attempt)
-		c.say("%s: attempt %d of %d failed in %s: %s%s", addr, res.attempt, res.retry.Attempts, elapsed, msg, retryNote(addr, msg, round(delay)))
-		c.update(addr, func(rec *state.Instance) { rec.Error = msg })
-		inst, next := res.inst, res.attempt+1
-		c.backoff[addr] = time.AfterFunc(delay, func() { c.events <- retryDue{inst: inst, attempt: next} })
-		return
-	}
-	c.final[addr] = true
-	if c.firstFailure == "" {
-		c.firstFailure = addr
-	}
-	rec := c.update(addr, func(rec *state.Instance) {
-		rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), msg
-	})
-	c.commit.submit(rec, c.captures[addr].bytes(), false)
-	c.say("%s: failed in %s: %s", addr, elapsed, msg)
-	c.skipDependents(addr)
-	if c.opts.FailFast {
-		c.stopping = true
-		c.abandonBackoffs(state.Failed)
 	}
 }
 
@@ -350,7 +266,8 @@ func (c *coordinator) abandonBackoffs(status state.Status) {
 		delete(c.backoff, addr)
 		c.final[addr] = true
 		rec := c.update(addr, func(rec *state.Instance) {
-			rec.Status, rec.FinishedAt = status, timePtr(time.Now())
+			now := time.Now().UTC()
+			rec.Status, rec.FinishedAt = status, &now
 		})
 		c.commit.submit(rec, c.captures[addr].bytes(), false)
 		if status == state.Failed {
@@ -435,12 +352,12 @@ func (c *coordinator) finish() (*Result, error) {
 // result is the walk's outcome from the records as they stand, judged by its
 // operation; finish commits them.
 func (c *coordinator) result() *Result {
-	res := &Result{Status: state.Succeeded, FirstFailure: c.firstFailure, UpToDate: c.upToDate}
+	res := &Result{Status: state.Succeeded, FirstFailure: c.firstFailure}
 	for _, rec := range c.Snapshot() {
 		cp := rec
 		res.Records = append(res.Records, &cp)
 	}
-	c.shape.op.judge(c, res)
+	c.shape.Op.Judge(c.walk, res)
 	return res
 }
 

@@ -1,18 +1,23 @@
-package engine
+package walk
 
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 )
 
-// Options configure one execution of a plan.
+// Options configure one execution of a plan. The walker reads Parallelism, RunID,
+// Store, Previous, Out, ProgressEvery, Live and Finish, and FailFast for what never
+// started; the rest it only carries to the operation (Walk.Options), which decides
+// what they mean: the engine's, as documented here.
 type Options struct {
 	// Parallelism bounds how many task instances run at once; 0 means 10.
 	Parallelism int
@@ -20,19 +25,20 @@ type Options struct {
 	FailFast bool
 	RunID    uint64
 	Store    Checkpointer
-	// Previous holds the records of the run being resumed, by address; nil for a new run.
-	// For a destroy (NewDestroyer), the destroy run's records from an
-	// earlier attempt: an instance recorded as succeeded there is already undone.
+	// Previous holds, by address, the records an earlier attempt of the same walk left
+	// (the run being resumed); nil for a new walk. The operation's Initial decides what
+	// of each it takes over; an instance with none is recorded as new when Run starts.
+	// A destroy's: an instance recorded as succeeded there is already undone.
 	Previous map[string]*state.Instance
 	// Made holds, by address, the records of what earlier runs made and no run undid
 	// (the state's live instances): an instance whose object changed is undone from
-	// its record before it runs (see objectChanged).
+	// its record before it runs.
 	Made map[string]*state.Instance
 	// Replace lists addresses (or task and module prefixes, as for Plan.Select) whose
 	// previous success does not stand: they run again.
 	Replace []string
 	// NoRefresh trusts a success recorded with the same inputs without asking its
-	// type to look at its object (--refresh=false; see refresh.go).
+	// type to look at its object (--refresh=false).
 	NoRefresh bool
 	// Out receives task output, prefixed by address, and one line per state change.
 	Out    io.Writer
@@ -46,7 +52,7 @@ type Options struct {
 	// (tasks.Env.TransientRetry): 0 means tasks.DefaultTransientRetry, negative none.
 	TransientRetry time.Duration
 	// Dir is the absolute directory the walk's instances act in (tasks.Env.Dir), which
-	// each success records; "" means the process's working directory when NewRunner is
+	// each success records; "" means the process's working directory when New is
 	// called. An undo acts in the directory its record names, when it still exists.
 	Dir string
 	// Moved undoes every object in Dir, wherever its record says it was made: the
@@ -69,41 +75,36 @@ type Result struct {
 	FirstFailure string
 	UpToDate     int
 	// Removed counts the instances no longer in the flow that were undone before the
-	// walk, by a walk of their own (see orphanPass).
+	// walk, by a walk of their own; the walker leaves it to its caller.
 	Removed int
 }
 
-// Runner walks a plan once, in the shape it is given: NewRunner's runs the plan,
-// NewDestroyer's undoes what a run of it created. Run may be called once; Snapshot, Log
-// and LastLine may be called from other goroutines while it runs.
+// Runner walks a plan once, in the shape it is given. Run may be called once;
+// Snapshot, Log and LastLine may be called from other goroutines while it runs.
 type Runner struct {
-	plan    *Plan
+	plan    *plan.Plan
 	opts    Options
 	console *console
-	shape   *walkShape
+	shape   *Shape
 
 	mu       sync.Mutex // guards records and captures, the live view
 	records  map[string]*state.Instance
 	captures map[string]*capture
 }
 
-// parallelism is how many task instances (or refresh probes) run at once for a
+// Parallelism is how many task instances (or refresh probes) run at once for a
 // requested n: n, or 10 when n is 0 or less.
-func parallelism(n int) int {
+func Parallelism(n int) int {
 	if n <= 0 {
 		return 10
 	}
 	return n
 }
 
-// NewRunner prepares a run of p. It writes nothing until Run.
-func NewRunner(p *Plan, opts Options) *Runner {
-	return newWalker(p, runShape(p), opts)
-}
-
-// newWalker prepares the walk of p that shape describes.
-func newWalker(p *Plan, shape *walkShape, opts Options) *Runner {
-	opts.Parallelism = parallelism(opts.Parallelism)
+// New prepares the walk of p that shape describes, asking shape's operation for each
+// instance's first record. It writes nothing until Run.
+func New(p *plan.Plan, shape *Shape, opts Options) *Runner {
+	opts.Parallelism = Parallelism(opts.Parallelism)
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 10 * time.Second
 	}
@@ -113,11 +114,13 @@ func newWalker(p *Plan, shape *walkShape, opts Options) *Runner {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
-	opts.Dir = workDir(opts.Dir)
+	if opts.Dir == "" {
+		opts.Dir, _ = os.Getwd()
+	}
 	r := &Runner{plan: p, opts: opts, console: &console{out: opts.Out}, shape: shape,
 		records: make(map[string]*state.Instance, len(p.Order)), captures: make(map[string]*capture, len(p.Order))}
-	for _, addr := range r.shape.order {
-		r.records[addr] = r.shape.op.initial(p.Instances[addr], opts.Previous[addr])
+	for _, addr := range r.shape.Order {
+		r.records[addr] = r.shape.Op.Initial(p.Instances[addr], opts.Previous[addr])
 		r.captures[addr] = &capture{}
 	}
 	return r
@@ -127,8 +130,8 @@ func newWalker(p *Plan, shape *walkShape, opts Options) *Runner {
 func (r *Runner) Snapshot() []state.Instance {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]state.Instance, 0, len(r.shape.order))
-	for _, addr := range r.shape.order {
+	out := make([]state.Instance, 0, len(r.shape.Order))
+	for _, addr := range r.shape.Order {
 		out = append(out, *r.records[addr])
 	}
 	return out
@@ -170,9 +173,9 @@ func (r *Runner) say(format string, args ...any) {
 	r.console.line(r.plan.Scope.Redact(fmt.Sprintf(format, args...)))
 }
 
-func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }
-
-func round(d time.Duration) time.Duration {
+// Round is d as a walk's lines show it: to the millisecond under a second, else to
+// 10ms.
+func Round(d time.Duration) time.Duration {
 	if d < time.Second {
 		return d.Round(time.Millisecond)
 	}
