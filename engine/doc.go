@@ -3,11 +3,14 @@
 // continues one or is refused (typed errors), walk a plan and write every run record;
 // while one holds the state it answers other processes' reads on the state's socket;
 // Preview says what a run would do; Runs, Status and Log read what was recorded, from
-// the holder when there is one. Beneath it: previewing (Decisions), the reversed walk a destroy
-// takes (NewDestroyer), and the one walker (Runner), which follows the shape it is
-// given — a run's or a destroy's — with checkpoints, and has no mode of its own.
+// the holder when there is one. Beneath it: previewing (Decisions), and the two walks
+// of a plan — a run (NewRunner: each instance attempted, refreshed, replaced) and a
+// destroy (NewDestroyer: the reversed graph, each instance undone from its record),
+// with the orphans' walk — as shapes and operations given to the walker.
 //
-// It does not own planning (engine/plan: loading a flow into a plan, whose names
+// It does not own the walker (engine/walk: scheduling, retries, interrupts,
+// checkpoints and output, whose names Runner, Options and Result it gives its
+// callers), planning (engine/plan: loading a flow into a plan, whose names
 // Plan, Instance, Load and Check it gives its callers), HCL parsing and evaluation
 // rules (engine/config), the state's
 // format and locking (engine/state, whose records it names as RunRecord,
