@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -120,6 +120,24 @@ demo-resume: build
 
 demo-teardown: build
 	./$(BIN) destroy --state $(DEMO_STATE) --auto-approve
+
+# The same lab over two LXD hosts (flows/k8s-lab/hosts.hcl): karmada-host, member1 and the
+# registries on this machine's daemon (host a), member2 and member3 on host B, a second LXD
+# daemon on 127.0.0.2:8443 that scripts/lab-host-b.sh starts and trusts through a trust
+# token, as a second machine is added. The flow copies the member image to host B itself.
+# `make demo-2host-teardown` leaves nothing of the lab on either host (host B's daemon runs
+# on: scripts/lab-host-b.sh stop). It cannot run beside `make demo`: same names and ports.
+DEMO2_STATE := .flow/k8s-lab-2host.db
+DEMO2_VARS  := --var-file flows/k8s-lab/vars/two-hosts.hcl
+demo-2host: build lab-setup
+	HOSTB_IMAGES= bash scripts/lab-host-b.sh start
+	./$(BIN) run flows/k8s-lab --new --state $(DEMO2_STATE) $(DEMO2_VARS)
+
+demo-2host-resume: build
+	./$(BIN) resume --state $(DEMO2_STATE)
+
+demo-2host-teardown: build
+	./$(BIN) destroy --state $(DEMO2_STATE) --auto-approve
 
 # The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
 # one line per problem, per cluster, each with the command that repairs it; exits 1 unless

@@ -18,13 +18,13 @@
 # network or bridge, never touches the main daemon's configuration, and makes no
 # connection outside this machine: the proxy variables point LXD's start-up fetch at a
 # closed loopback port. HOSTB_IMAGES lists the main daemon's image aliases to copy
-# (push mode; those missing on the main daemon are skipped).
+# (push mode; those missing on the main daemon are skipped; set and empty: none).
 set -euo pipefail
 
 HOME_B=${HOSTB_HOME:-/var/lib/flow-host-b}
 ADDR=${HOSTB_ADDRESS:-127.0.0.2:8443}
 REMOTE=flow-host-b
-IMAGES=${HOSTB_IMAGES:-flow-lab-busybox flow-member}
+IMAGES=${HOSTB_IMAGES-flow-lab-busybox flow-member} # set and empty: none
 export LXD_DIR_B=$HOME_B/lxd
 CLIENT=$HOME_B/client
 PIDFILE=$HOME_B/lxd.pid

@@ -64,17 +64,18 @@ task "proxy_device" "to_member" {
   name        = "to-${each.key}"
   bind        = "instance"
   listen      = "tcp:0.0.0.0:${var.members[each.key]}"
-  connect     = "tcp:127.0.0.1:${var.members[each.key]}"
+  connect     = "tcp:${local.address_of[each.key]}:${var.members[each.key]}"
 }
 
 task "proxy_device" "to_karmada" {
   for_each    = toset(var.pull_members)
   description = "Karmada's API server for karmada-agent: 10.1.0.1:KARMADA_PORT in the member to this machine's forwarded port."
+  remote      = local.remote_of[each.key]
   instance    = lxd_launch.member[each.key].name
   name        = "to-karmada"
   bind        = "instance"
   listen      = "tcp:0.0.0.0:${var.karmada_port}"
-  connect     = "tcp:127.0.0.1:${var.karmada_port}"
+  connect     = "tcp:${local.host_a}:${var.karmada_port}"
 }
 
 module "karmada" {

@@ -67,6 +67,10 @@ locals {
   config_dir = var.config_dir != "" ? var.config_dir : "${local.root}/.lab/k8s-lab"
   # Every cluster of the lab: the members and the host cluster, each from the member image.
   clusters = merge(var.members, { (var.host_cluster) = var.host_port })
+  # The host ports the lab binds on this machine (host a; hosts.hcl).
+  ports_on_a = concat([for c, p in local.clusters : p if local.host_of[c] == "a"],
+    [var.registry_port, var.upstream_port, var.karmada_port],
+  [for m, p in var.web_ports : p if lookup(local.host_of, m, "a") == "a"])
 }
 
 # Everything the lab writes on this machine is under config_dir (kubeconfigs, credentials,
@@ -81,7 +85,8 @@ task "exec" "config_dir" {
 
 task "preflight" "lab" {
   description      = "Before anything is created: LXD, nesting and privileged containers, the host ports (free or already the lab's), disk and memory."
-  ports            = concat(values(local.clusters), [var.registry_port, var.upstream_port, var.karmada_port], values(var.web_ports))
+  ports            = local.ports_on_a
+  remotes          = var.remotes # each other host answers and trusts this one (hosts.hcl)
   instances        = concat(keys(local.clusters), keys(local.registries))
   privileged       = true
   min_free_disk_mb = 8192

@@ -46,21 +46,26 @@ task "lxd_profile" "member" {
 }
 
 task "lxd_launch" "member" {
-  for_each = local.clusters
-  name     = each.key
-  image    = lxd_image_import.member.alias
-  profiles = each.key == var.host_cluster ? ["default", lxd_profile.member.name, lxd_profile.karmada_host.name] : ["default", lxd_profile.member.name]
-  wait_for = ["test", "-e", "/run/flow-member-init.done"]
+  for_each   = local.clusters
+  remote     = local.remote_of[each.key]
+  name       = each.key
+  image      = lxd_image_import.member.alias
+  profiles   = each.key == var.host_cluster ? ["default", lxd_profile.member.name, lxd_profile.karmada_host.name] : ["default", lxd_profile.member.name]
+  wait_for   = ["test", "-e", "/run/flow-member-init.done"]
+  depends_on = [lxd_profile.member_far, lxd_image_copy.member] # on another host
 }
 
+# The API server's certificate names its host's address too when that is not 127.0.0.1.
 task "exec" "member_pki" {
-  for_each   = local.clusters
-  command    = ["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key]
+  for_each = local.clusters
+  command = concat(["sh", "${local.member_dir}/pki.sh", "${local.config_dir}/pki/${each.key}", each.key],
+  local.address_of[each.key] == "127.0.0.1" ? [] : [local.address_of[each.key]])
   depends_on = [exec.config_dir]
 }
 
 task "lxd_file_push" "member_pki" {
   for_each    = local.clusters
+  remote      = local.remote_of[each.key]
   instance    = lxd_launch.member[each.key].name
   source      = exec.member_pki[each.key].stdout
   destination = "/var/lib/k8s/pki"
@@ -70,24 +75,27 @@ task "lxd_file_push" "member_pki" {
 
 task "lxd_file_push" "member_scripts" {
   for_each    = local.clusters
+  remote      = local.remote_of[each.key]
   instance    = lxd_launch.member[each.key].name
   source      = local.member_dir
   destination = "/opt/flow-member"
   create_dirs = true
 }
 
-# MicroK8s's convention: localhost:32000 inside the member is the host's registry.
+# MicroK8s's convention: localhost:32000 inside the member is the registry, on host a.
 task "proxy_device" "member_registry" {
   for_each = local.clusters
+  remote   = local.remote_of[each.key]
   instance = lxd_launch.member[each.key].name
   name     = "registry"
   bind     = "instance"
   listen   = "tcp:127.0.0.1:32000"
-  connect  = "tcp:127.0.0.1:${var.registry_port}"
+  connect  = "tcp:${local.host_a}:${var.registry_port}"
 }
 
 task "lxd_exec" "member_up" {
   for_each   = local.clusters
+  remote     = local.remote_of[each.key]
   instance   = lxd_launch.member[each.key].name
   command    = ["sh", "${lxd_file_push.member_scripts[each.key].destination}/up.sh"]
   depends_on = [lxd_file_push.member_pki[each.key]]
@@ -95,9 +103,10 @@ task "lxd_exec" "member_up" {
 
 task "proxy_device" "member_api" {
   for_each   = local.clusters
+  remote     = local.remote_of[each.key]
   instance   = lxd_launch.member[each.key].name
   name       = "api"
-  listen     = "tcp:127.0.0.1:${each.value}"
+  listen     = "tcp:${local.address_of[each.key]}:${each.value}"
   connect    = "tcp:127.0.0.1:16443"
   depends_on = [lxd_exec.member_up[each.key]]
 }
@@ -106,6 +115,7 @@ task "proxy_device" "member_api" {
 # forwarded port. It holds the admin token, so it is never shown.
 task "lxd_exec" "member_config" {
   for_each         = local.clusters
+  remote           = local.remote_of[each.key]
   instance         = lxd_launch.member[each.key].name
   command          = ["sh", "/opt/flow-member/config.sh"]
   sensitive_stdout = true

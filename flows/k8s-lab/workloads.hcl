@@ -12,7 +12,7 @@ variable "web_image" {
 variable "web_ports" {
   type        = map(number)
   default     = { member1 = 18441, member2 = 18442, member3 = 18444 }
-  description = "Host port on 127.0.0.1 forwarded to each member's web Service."
+  description = "Host port forwarded to each member's web Service, on its host's address (hosts.hcl)."
 }
 
 task "k8s_apply" "web" {
@@ -39,9 +39,10 @@ task "wait_ready" "web" {
 
 task "proxy_device" "web" {
   for_each   = var.members
+  remote     = local.remote_of[each.key]
   instance   = lxd_launch.member[each.key].name
   name       = "web"
-  listen     = "tcp:127.0.0.1:${var.web_ports[each.key]}"
+  listen     = "tcp:${local.address_of[each.key]}:${var.web_ports[each.key]}"
   connect    = "tcp:10.152.183.80:80"
   depends_on = [wait_ready.web[each.key]]
 }

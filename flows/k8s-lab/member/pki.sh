@@ -1,8 +1,9 @@
 #!/bin/sh
-# pki.sh DIR NAME: writes one member's credentials into DIR, once (existing files are kept,
+# pki.sh DIR NAME [ADDRESS]: writes one member's credentials into DIR, once (existing files are kept,
 # so a re-run changes nothing), as MicroK8s does at install: a cluster CA; the API server's
 # serving certificate for every name it is reached by (the forwarded 127.0.0.1, the pod
-# bridge 10.1.0.1, the kubernetes Service 10.152.183.1 and its DNS names); its client
+# bridge 10.1.0.1, the kubernetes Service 10.152.183.1 and its DNS names, and ADDRESS, the
+# address of the member's host when it is another machine's); its client
 # certificate for the kubelet; the service-account key pair; and one token per component
 # in the token file the API server reads. Prints DIR. Runs on the host (openssl).
 #
@@ -11,7 +12,7 @@
 # completes the set; an openssl that outlives a killed run writes only its own temporary
 # file, never one the next run renames.
 set -eu
-dir=$1 name=$2
+dir=$1 name=$2 address=${3:-}
 umask 077
 mkdir -p "$dir"
 cd "$dir"
@@ -34,7 +35,7 @@ cert() { # cert NAME SUBJECT [SANS]: a key and a certificate signed by the CA
   rm -f "$1.csr" "$1.ext.$$"
 }
 cert apiserver "/CN=kube-apiserver" \
-  "IP:127.0.0.1,IP:10.1.0.1,IP:10.152.183.1,DNS:localhost,DNS:$name,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  "IP:127.0.0.1,${address:+IP:$address,}IP:10.1.0.1,IP:10.152.183.1,DNS:localhost,DNS:$name,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 ssl sa.key genrsa 2048
 ssl sa.pub rsa -in sa.key -pubout
