@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -138,6 +138,10 @@ demo-2host-resume: build
 
 demo-2host-teardown: build
 	./$(BIN) destroy --state $(DEMO2_STATE) --auto-approve
+
+# The doctor on the two-host lab: each cluster checked on its own host.
+demo-2host-doctor: build
+	./$(BIN) run flows/lab-doctor.hcl --new --state .flow/lab-doctor-2host.db $(DEMO2_VARS)
 
 # The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
 # one line per problem, per cluster, each with the command that repairs it; exits 1 unless

@@ -42,17 +42,44 @@ variable "config_dir" {
   description = "The lab's config_dir (its kubeconfigs); default .lab/k8s-lab in the repository."
 }
 
+# Where each cluster runs, as flows/k8s-lab/hosts.hcl has it: the doctor takes the lab's
+# own var file (make demo-2host-doctor passes flows/k8s-lab/vars/two-hosts.hcl) and checks
+# a cluster on another host through that host's LXD remote and address.
+variable "hosts" {
+  type        = map(string)
+  default     = {}
+  description = "The host each cluster runs on (flows/k8s-lab's hosts); not named: host a, this machine."
+}
+
+variable "remotes" {
+  type        = map(map(string))
+  default     = {}
+  description = "Each other host's LXD remote (flows/k8s-lab's remotes): address, client_cert, client_key, server_cert."
+}
+
+variable "host_addresses" {
+  type        = map(string)
+  default     = { a = "127.0.0.1" }
+  description = "Each host's address, where its clusters' API ports listen (flows/k8s-lab's host_addresses)."
+}
+
 locals {
   config_dir = var.config_dir != "" ? var.config_dir : "${dirname(path.flow)}/.lab/k8s-lab"
   clusters   = merge(var.members, { (var.host_cluster) = var.host_port })
   doctor     = "${path.flow}/lab-doctor"
+  host_of    = { for c, _ in local.clusters : c => lookup(var.hosts, c, "a") }
+  # The LXD remote of a cluster on another host, as cluster.sh's last four arguments.
+  remote_args = { for c, h in local.host_of : c => h == "a" ? ["", "", "", ""] : [
+    var.remotes[h].address, var.remotes[h].client_cert, var.remotes[h].client_key, var.remotes[h].server_cert]
+  }
 }
 
 task "exec" "cluster" {
   for_each    = local.clusters
   description = "One cluster: its container, processes, proxy port, node and pending pods."
-  command     = ["bash", "${local.doctor}/cluster.sh", each.key, tostring(each.value), "${local.config_dir}/${each.key}.config"]
-  timeout     = "2m"
+  command = concat(["bash", "${local.doctor}/cluster.sh", each.key, tostring(each.value), "${local.config_dir}/${each.key}.config",
+  local.host_of[each.key], var.host_addresses[local.host_of[each.key]]], local.remote_args[each.key])
+  timeout = "2m"
 }
 
 task "exec" "karmada" {
