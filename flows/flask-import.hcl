@@ -73,14 +73,38 @@ variable "config_dir" {
 variable "app_ports" {
   type        = map(number)
   default     = { member1 = 15001, member2 = 15002, member3 = 15004 }
-  description = "Host port on 127.0.0.1 forwarded to the app's pod in each member (run_in_members)."
+  description = "Host port forwarded to the app's pod in each member (run_in_members), on its host's address."
+}
+
+# Where each member runs, as flows/k8s-lab/hosts.hcl has it: on the two-host lab, pass its
+# var file too (flows/k8s-lab/vars/two-hosts.hcl), and a member on another host gets the
+# tarball through that host's LXD remote and its app port on the host's address.
+variable "hosts" {
+  type        = map(string)
+  default     = {}
+  description = "The host each member runs on (flows/k8s-lab's hosts); not named: host a, the local LXD daemon."
+}
+
+variable "remotes" {
+  type        = map(map(string))
+  default     = {}
+  description = "Each other host's LXD remote (flows/k8s-lab's remotes)."
+}
+
+variable "host_addresses" {
+  type        = map(string)
+  default     = { a = "127.0.0.1" }
+  description = "Each host's address, where the app ports of its members listen (flows/k8s-lab's host_addresses)."
 }
 
 locals {
-  app     = "${path.flow}/flask-app"
-  work    = "${path.cwd}/.flow/flask-demo"
-  tarball = "${local.work}/flask-demo.tar"
-  ref     = "${var.registry}/flask-demo:${var.tag}"
+  host_of    = { for m in var.members : m => lookup(var.hosts, m, "a") }
+  remote_of  = { for m, h in local.host_of : m => h == "a" ? null : var.remotes[h] }
+  address_of = { for m, h in local.host_of : m => var.host_addresses[h] }
+  app        = "${path.flow}/flask-app"
+  work       = "${path.cwd}/.flow/flask-demo"
+  tarball    = "${local.work}/flask-demo.tar"
+  ref        = "${var.registry}/flask-demo:${var.tag}"
   # for_each over one key or none: how a flow picks one of two ways of doing a step.
   with_flow   = var.builder == "flow" ? toset(["app"]) : toset([])
   with_docker = var.builder == "docker" ? toset(["app"]) : toset([])
@@ -131,6 +155,7 @@ task "exec" "tarball_sha256" {
 
 task "lxd_file_push" "tarball" {
   for_each    = var.members
+  remote      = local.remote_of[each.key]
   instance    = each.key
   source      = local.tarball
   destination = "/root/flask-demo.tar"
@@ -140,12 +165,14 @@ task "lxd_file_push" "tarball" {
 
 task "lxd_exec" "verify" {
   for_each = var.members
+  remote   = local.remote_of[each.key]
   instance = each.key
   script   = "echo '${split(" ", exec.tarball_sha256.stdout)[0]}  ${lxd_file_push.tarball[each.key].destination}' | sha256sum -c -"
 }
 
 task "lxd_exec" "import" {
   for_each   = var.members
+  remote     = local.remote_of[each.key]
   instance   = each.key
   script     = var.import_script
   depends_on = [lxd_exec.verify[each.key]]
@@ -174,9 +201,10 @@ task "wait_ready" "app" {
 
 task "proxy_device" "app" {
   for_each = local.run_members
+  remote   = local.remote_of[each.key]
   instance = each.key
   name     = "flask-demo"
-  listen   = "tcp:127.0.0.1:${var.app_ports[each.key]}"
+  listen   = "tcp:${local.address_of[each.key]}:${var.app_ports[each.key]}"
   connect  = "tcp:${wait_ready.app[each.key].pod_ips[0]}:5000"
   recreate = true # a new pod has a new IP
 }

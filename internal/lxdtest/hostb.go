@@ -15,10 +15,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flowdev/flow/internal/ci"
 )
@@ -75,7 +77,25 @@ func StartHostB(t testing.TB) HostB {
 		}
 		t.Skipf("host B needs lxd (scripts/lab-setup.sh installs it): %v", err)
 	}
-	unlock := lock(t, syscall.LOCK_SH)
+	return startHostB(t, syscall.LOCK_SH)
+}
+
+// HoldHostB is StartHostB for a test that kills host B's daemon: it holds host B alone
+// (an exclusive lock, taken once no other test uses it) until the test ends.
+func HoldHostB(t testing.TB) HostB {
+	t.Helper()
+	if _, err := exec.LookPath("lxd"); err != nil {
+		if ci.Enabled() {
+			t.Fatalf("host B needs lxd (CI=%s: scripts/lab-setup.sh installs it): %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("host B needs lxd (scripts/lab-setup.sh installs it): %v", err)
+	}
+	return startHostB(t, syscall.LOCK_EX)
+}
+
+func startHostB(t testing.TB, mode int) HostB {
+	t.Helper()
+	unlock := lock(t, mode)
 	t.Cleanup(unlock)
 	startOnce.Lock()
 	defer startOnce.Unlock()
@@ -146,4 +166,44 @@ func scriptWith(arg, images string) (string, error) {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// KillAndRestart SIGKILLs host B's daemon, as a crash would (its instances keep
+// running, as they do when LXD dies), waits until it is gone and starts it again. The
+// caller must hold host B (HoldHostB).
+func (h HostB) KillAndRestart(t testing.TB) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Home, "lxd.pid"))
+	if err != nil {
+		t.Fatalf("host B's pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("host B's pid file holds %q", b)
+	}
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); !strings.HasSuffix(exe, "/lxd") {
+		t.Fatalf("pid %d of host B's pid file is not lxd (%q)", pid, exe)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill host B's lxd (pid %d): %v", pid, err)
+	}
+	for i := 0; running(pid); i++ {
+		if i == 100 {
+			t.Fatalf("host B's lxd (pid %d) outlived SIGKILL for 10s", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := script("start"); err != nil {
+		t.Fatalf("start host B again: %v\n%s", err, out)
+	}
+}
+
+// running reports whether pid is a process that has not exited (a zombie has).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }
