@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
@@ -90,41 +89,30 @@ type probeJob struct {
 }
 
 // refreshAll probes every instance whose success a preview of spec would let stand,
-// at most req.Parallelism at once as a walk runs its tasks, and returns a look that
-// answers from what they found. A first pass finds them: probing does not change what
-// an instance's dependents read, so the instances a drifted one's dependents are
-// (run?) were all found by it. When ctx ends (Ctrl-C) no further probe starts, and
-// the error is ctx's.
+// in a walk of their own by the one walker (see probe_op.go): at most req.Parallelism
+// at once, as a run's tasks, and none started once ctx ends (Ctrl-C), when the error
+// is ctx's. It returns a look that answers from what they found. A first pass finds
+// them: probing does not change what an instance's dependents read, so the instances
+// a drifted one's dependents are (run?) were all found by it.
 func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (func(*Instance, *plan.Evaluated, *state.Instance) string, error) {
-	var jobs []probeJob
+	jobs := map[string]probeJob{}
+	var order []string
 	spec.look = func(inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
-		if canProbe(inst) {
-			jobs = append(jobs, probeJob{inst, ev, prev})
+		if _, seen := jobs[inst.Addr]; !seen && canProbe(inst) {
+			jobs[inst.Addr] = probeJob{inst, ev, prev}
+			order = append(order, inst.Addr)
 		}
 		return ""
 	}
 	preview(p, spec)
-	found := make([]string, len(jobs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(walk.Parallelism(req.Parallelism))
-	for i, j := range jobs {
-		g.Go(func() error {
-			if gctx.Err() != nil { // interrupted while it waited for a slot
-				return nil
-			}
-			found[i] = drift(gctx, probeTask(j.inst, j.ev, j.prev), probeEnv(j.inst.Addr, req.namedLogger(j.inst.Addr), j.prev, spec.dir), j.prev)
-			return nil
-		})
+	op := &probeOp{jobs: jobs, dir: spec.dir, logger: req.namedLogger, found: map[string]string{}}
+	if _, err := walk.New(p, probeShape(order, op), probeWalkOptions(req)).Run(ctx); err != nil {
+		return nil, err
 	}
-	_ = g.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	drifted := map[string]string{}
-	for i, j := range jobs {
-		drifted[j.inst.Addr] = found[i]
-	}
-	return func(inst *Instance, _ *plan.Evaluated, _ *state.Instance) string { return drifted[inst.Addr] }, nil
+	return func(inst *Instance, _ *plan.Evaluated, _ *state.Instance) string { return op.found[inst.Addr] }, nil
 }
 
 // drifted refreshes every instance run (which succeeded) recorded and returns those
