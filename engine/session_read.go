@@ -118,25 +118,24 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	}
 	defer store.Close()
 	run, err := store.LatestRun()
-	if err == nil {
-		err = s.sameFlow(run, req.Flow)
+	if err != nil {
+		return nil, err
 	}
-	if err != nil || run == nil || run.Flow != absPath(req.Flow) {
+	b, err := s.basisOf(run, req)
+	if err != nil || (b.from == nil && b.last == nil) {
 		return h, err
 	}
 	recs, base, err := runInputs(store, run)
 	if err != nil {
 		return nil, err
 	}
-	// As Run decides: a settled run (succeeded, or a targeted run that left the rest
-	// pending) holds up nothing, so a run without targets starts anew.
-	if run.Destroys != 0 || (settled(run) && !req.selective()) {
+	switch b.kind {
+	case startNew:
 		h.last, h.lastRecs = run, recs
-		return h, nil
-	}
-	h.from, h.previous = run, recs
-	if !settled(run) { // a resume; a targeted run starts from the flow's values
-		h.base, h.resumes = given(run, base), true
+	case startFromCheckpoints: // from the flow's values
+		h.from, h.previous = run, recs
+	case startResume:
+		h.from, h.previous, h.base, h.resumes = run, recs, given(run, base), true
 	}
 	return h, nil
 }

@@ -36,10 +36,11 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return s.walkRun(ctx, &req, h, Start{Kind: NewRun, Run: created}, l, plan, nil)
 	}
 	latest := h.latest
-	if err := s.sameFlow(latest, req.Flow); err != nil && !req.Move { // --move: the flow moved with its project
+	b, err := s.basisOf(latest, &req)
+	if err != nil {
 		return nil, err
 	}
-	if latest != nil && !settled(latest) && !req.New {
+	if b.refused {
 		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
 	}
 	if err := s.samePlace(h.store, req.Move); err != nil {
@@ -54,11 +55,10 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		}
 	}
 	start := Start{Kind: NewRun}
-	var from *state.Run
-	if req.selective() && latest != nil && latest.Destroys == 0 && (latest.Flow == absPath(req.Flow) || req.Move) {
-		start.Kind, start.From, from = FromCheckpoints, latest.ID, latest
+	if b.kind == startFromCheckpoints {
+		start.Kind, start.From = FromCheckpoints, b.from.ID
 	}
-	run, previous, err := startRun(h.store, l, from)
+	run, previous, err := startRun(h.store, l, b.from)
 	if err != nil {
 		return nil, err
 	}
