@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -73,4 +74,65 @@ func checkCaps(t *Type) error {
 		bad("it has DestroyReads but does not implement tasks.Destroyer")
 	}
 	return errors.Join(errs...)
+}
+
+// DestroyFunc and ProbeFunc are Destroyer's and Prober's methods as functions.
+type (
+	DestroyFunc func(ctx context.Context, env *Env, recorded Outputs) error
+	ProbeFunc   func(ctx context.Context, env *Env, recorded Outputs) (drift string, err error)
+)
+
+// WithCaps returns t implementing Destroyer when destroy is not nil and Prober when
+// probe is not nil, and neither interface otherwise: for a type whose capabilities are
+// known only once it is loaded (a plugin's, as the plugin declares them), since Init
+// finds a type's capabilities by asserting its tasks' interfaces.
+func WithCaps(t Described, destroy DestroyFunc, probe ProbeFunc) Described {
+	switch {
+	case destroy != nil && probe != nil:
+		return &destroyerProber{Described: t, destroy: destroy, probe: probe}
+	case destroy != nil:
+		return &destroyer{Described: t, destroy: destroy}
+	case probe != nil:
+		return &prober{Described: t, probe: probe}
+	}
+	return t
+}
+
+type (
+	destroyer struct {
+		Described
+		destroy DestroyFunc
+	}
+	prober struct {
+		Described
+		probe ProbeFunc
+	}
+	destroyerProber struct {
+		Described
+		destroy DestroyFunc
+		probe   ProbeFunc
+	}
+)
+
+var (
+	_ Destroyer = (*destroyer)(nil)
+	_ Prober    = (*prober)(nil)
+	_ Destroyer = (*destroyerProber)(nil)
+	_ Prober    = (*destroyerProber)(nil)
+)
+
+func (t *destroyer) Destroy(ctx context.Context, env *Env, recorded Outputs) error {
+	return t.destroy(ctx, env, recorded)
+}
+
+func (t *prober) Probe(ctx context.Context, env *Env, recorded Outputs) (string, error) {
+	return t.probe(ctx, env, recorded)
+}
+
+func (t *destroyerProber) Destroy(ctx context.Context, env *Env, recorded Outputs) error {
+	return t.destroy(ctx, env, recorded)
+}
+
+func (t *destroyerProber) Probe(ctx context.Context, env *Env, recorded Outputs) (string, error) {
+	return t.probe(ctx, env, recorded)
 }

@@ -33,51 +33,21 @@ type Task struct {
 	values map[string]cty.Value
 }
 
-// A Task implements the optional interfaces its WireType declares, and no other, so
-// that registering its type finds them (tasks.CapsOf): destroyerTask a type that
-// destroys, proberTask one that probes, proberDestroyerTask both.
-type (
-	destroyerTask       struct{ *Task }
-	proberTask          struct{ *Task }
-	proberDestroyerTask struct{ *Task }
-)
+var _ tasks.Described = (*Task)(nil)
 
-var (
-	_ tasks.Described = (*Task)(nil)
-	_ tasks.Destroyer = (*destroyerTask)(nil)
-	_ tasks.Prober    = (*proberTask)(nil)
-	_ tasks.Destroyer = (*proberDestroyerTask)(nil)
-	_ tasks.Prober    = (*proberDestroyerTask)(nil)
-)
-
-// newTask is a task of rt with the capabilities its WireType declares.
+// newTask is a task of rt with the capabilities its WireType declares (tasks.WithCaps),
+// and no other optional interface, so that registering its type finds them.
 func newTask(rt *remoteType) tasks.Task {
 	t := &Task{typ: rt}
-	switch {
-	case rt.wire.Destroys && rt.wire.Probes:
-		return &proberDestroyerTask{t}
-	case rt.wire.Destroys:
-		return &destroyerTask{t}
-	case rt.wire.Probes:
-		return &proberTask{t}
+	var destroy tasks.DestroyFunc
+	var probe tasks.ProbeFunc
+	if rt.wire.Destroys {
+		destroy = t.destroy
 	}
-	return t
-}
-
-func (t *destroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
-	return t.destroy(ctx, env, recorded)
-}
-
-func (t *proberTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
-	return t.probe(ctx, env, recorded)
-}
-
-func (t *proberDestroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
-	return t.destroy(ctx, env, recorded)
-}
-
-func (t *proberDestroyerTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
-	return t.probe(ctx, env, recorded)
+	if rt.wire.Probes {
+		probe = t.probe
+	}
+	return tasks.WithCaps(t, destroy, probe)
 }
 
 // Schema is the type's attributes, from the plugin's schema.

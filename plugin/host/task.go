@@ -22,52 +22,22 @@ type Task struct {
 	values map[string]cty.Value
 }
 
-// A Task implements the optional interfaces its type's schema declares, and no
-// other, so that registering its type finds them (tasks.CapsOf): destroyerTask a
-// type that destroys, proberTask one that probes or checks (Task.probe), and
-// proberDestroyerTask both.
-type (
-	destroyerTask       struct{ *Task }
-	proberTask          struct{ *Task }
-	proberDestroyerTask struct{ *Task }
-)
+var _ tasks.Described = (*Task)(nil)
 
-var (
-	_ tasks.Described = (*Task)(nil)
-	_ tasks.Destroyer = (*destroyerTask)(nil)
-	_ tasks.Prober    = (*proberTask)(nil)
-	_ tasks.Destroyer = (*proberDestroyerTask)(nil)
-	_ tasks.Prober    = (*proberDestroyerTask)(nil)
-)
-
-// newTask is a task of rt implementing Destroyer when destroys, Prober when probes.
+// newTask is a task of rt implementing Destroyer when destroys, Prober when probes
+// (tasks.WithCaps), and no other optional interface, so that registering its type
+// finds what the plugin declares.
 func newTask(rt *remoteType, destroys, probes bool) tasks.Task {
 	t := &Task{typ: rt}
-	switch {
-	case destroys && probes:
-		return &proberDestroyerTask{t}
-	case destroys:
-		return &destroyerTask{t}
-	case probes:
-		return &proberTask{t}
+	var destroy tasks.DestroyFunc
+	var probe tasks.ProbeFunc
+	if destroys {
+		destroy = t.destroy
 	}
-	return t
-}
-
-func (t *destroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
-	return t.destroy(ctx, env, recorded)
-}
-
-func (t *proberTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
-	return t.probe(ctx, env, recorded)
-}
-
-func (t *proberDestroyerTask) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) error {
-	return t.destroy(ctx, env, recorded)
-}
-
-func (t *proberDestroyerTask) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
-	return t.probe(ctx, env, recorded)
+	if probes {
+		probe = t.probe
+	}
+	return tasks.WithCaps(t, destroy, probe)
 }
 
 // Schema is the type's attributes, from the plugin's schema.
