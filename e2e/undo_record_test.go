@@ -227,7 +227,11 @@ func TestFailedDestroyDoesNotLockOut(t *testing.T) {
 	flowExit(t, tag, dir, 0, "run", "u.hcl")
 	writeFiles(t, dir, map[string]string{"broken": ""})
 	flowExit(t, tag, dir, 1, "destroy", "--auto-approve")
-	r := flowExit(t, tag, dir, 2, "run", "u.hcl")
+	r := flowExit(t, tag, dir, 0, "plan", "u.hcl")
+	if !strings.Contains(r.stdout, "did not finish") || !strings.Contains(r.stdout, "a run refuses until then") {
+		t.Errorf("the plan does not say that a run refuses after the unfinished destroy\n%s", r.desc)
+	}
+	r = flowExit(t, tag, dir, 2, "run", "u.hcl")
 	if !strings.Contains(r.stderr, "flow run --new") {
 		t.Errorf("the refusal does not offer run --new\n%s", r.desc)
 	}

@@ -23,7 +23,10 @@ type Preview struct {
 	Resumes bool
 	// Last, for a new run, is the flow's latest run (succeeded, or a destroy), which
 	// the reasons name; nil when the flow never ran on the state file.
-	Last      *RunRecord
+	Last *RunRecord
+	// Refused says a run refuses without --new: Last is a destroy that did not finish
+	// (flow destroy finishes it); the preview shows what --new would do.
+	Refused   bool
 	Plan      *Plan // the part of the flow the targets select
 	Decisions []Decision
 	// Removed is what the run does first with the instances the state holds and the
@@ -55,7 +58,7 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 			return nil, fmt.Errorf("refresh: %w", err)
 		}
 	}
-	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Plan: plan, Decisions: preview(plan, spec)}
+	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Refused: hist.refused && !hist.resumes, Plan: plan, Decisions: preview(plan, spec)}
 	if hist.last != nil {
 		againReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}
@@ -103,6 +106,7 @@ type history struct {
 	base     map[string]cty.Value
 	last     *state.Run
 	lastRecs map[string]*state.Instance
+	refused  bool // a run refuses without --new (basis.refused)
 }
 
 // historyOf reads what a run of req.Flow would build on: the latest run of that flow
@@ -129,6 +133,7 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.refused = b.refused
 	switch b.kind {
 	case startNew:
 		h.last, h.lastRecs = run, recs

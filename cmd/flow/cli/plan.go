@@ -91,6 +91,9 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved bool) e
 		return c.planRefused(err)
 	}
 	switch {
+	case pv.Refused && pv.Last != nil:
+		fmt.Fprintf(c.stdout, "Run %d destroys run %d and did not finish: %q finishes it, and a run refuses until then. With --new, a run would:\n",
+			pv.Last.ID, pv.Last.Destroys, c.commandHint("flow destroy"))
 	case pv.From == nil && pv.Last != nil && pv.Last.Destroys == 0 && pv.Last.Status != engine.Succeeded:
 		fmt.Fprintf(c.stdout, "Run %d ran only its --target instances (%q continues it). A new run would run every instance again (each task finds what it already made and leaves it):\n",
 			pv.Last.ID, c.commandHint("flow resume"))
