@@ -71,18 +71,20 @@ var startOnce sync.Mutex
 // ends. It skips the test when LXD is not installed, and fails it under CI.
 func StartHostB(t testing.TB) HostB {
 	t.Helper()
-	if _, err := exec.LookPath("lxd"); err != nil {
-		if ci.Enabled() {
-			t.Fatalf("host B needs lxd (CI=%s: scripts/lab-setup.sh installs it): %v", os.Getenv("CI"), err)
-		}
-		t.Skipf("host B needs lxd (scripts/lab-setup.sh installs it): %v", err)
-	}
 	return startHostB(t, syscall.LOCK_SH)
 }
 
 // HoldHostB is StartHostB for a test that kills host B's daemon: it holds host B alone
-// (an exclusive lock, taken once no other test uses it) until the test ends.
+// (an exclusive lock, taken once no other test uses it) until the test ends. It skips
+// and fails as StartHostB does.
 func HoldHostB(t testing.TB) HostB {
+	t.Helper()
+	return startHostB(t, syscall.LOCK_EX)
+}
+
+// startHostB skips the test without LXD (fails it under CI), takes host B's lock in
+// mode until the test ends, and starts host B unless it runs.
+func startHostB(t testing.TB, mode int) HostB {
 	t.Helper()
 	if _, err := exec.LookPath("lxd"); err != nil {
 		if ci.Enabled() {
@@ -90,11 +92,6 @@ func HoldHostB(t testing.TB) HostB {
 		}
 		t.Skipf("host B needs lxd (scripts/lab-setup.sh installs it): %v", err)
 	}
-	return startHostB(t, syscall.LOCK_EX)
-}
-
-func startHostB(t testing.TB, mode int) HostB {
-	t.Helper()
 	unlock := lock(t, mode)
 	t.Cleanup(unlock)
 	startOnce.Lock()
