@@ -24,7 +24,7 @@ type tableCase struct {
 }
 
 var tableCases = []tableCase{
-	{[]string{"init"}, initFlags, nil, &Init{}, []string{"karmadactl", "karmadactl_version", "extra_args", "deinit_first", "controller_manager_args", "internet_ip_lookup"}},
+	{[]string{"init"}, initFlags, nil, &Init{}, []string{"karmadactl", "karmadactl_version", "extra_args", "deinit_first", "controller_manager_args", "host_network", "internet_ip_lookup"}},
 	{[]string{"deinit"}, deinitFlags, []string{"force"}, &Init{}, nil},
 	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster", "api_endpoint"}},
 	{[]string{"unjoin"}, unjoinFlags, []string{"wait"}, &Join{}, nil},

@@ -25,6 +25,7 @@ type Init struct {
 	InternetIPLookup  *bool    `hcl:"internet_ip_lookup,optional" doc:"Let karmadactl init ask https://myexternalip.com/raw for this machine's internet address, which it adds to the Karmada certificate; default true. false, for offline and loopback-only labs, sends init's HTTPS through a closed port on 127.0.0.1 (HTTPS_PROXY), except to the host cluster's API server, advertise_address and NO_PROXY; it needs advertise_address."`
 	DeinitFirst       *bool    `hcl:"deinit_first,optional" doc:"Remove a half-done control plane (karmadactl deinit, then etcd's host data) before init; default true."`
 
+	HostNetwork           []string `hcl:"host_network,optional" doc:"Deployments of init (karmada-controller-manager, karmada-aggregated-apiserver, ...) whose pods use the host cluster node's network (hostNetwork, with dnsPolicy ClusterFirstWithHostNet), so that they reach member API servers at addresses only the node serves, such as a port forwarded to the node's loopback; karmadactl init has no flag for it, so the task patches them after init and counts init as done only when they have it."`
 	ControllerManagerArgs []string `hcl:"controller_manager_args,optional" doc:"Extra arguments for karmada-controller-manager, such as \"--feature-gates=Failover=true\"; karmadactl v1.13 init has no flag for them, so the task adds them to the Deployment's container command after init (replacing an argument with the same --name=) and counts init as done only when they are there."`
 
 	Kubeconfig string `hcl:"kubeconfig,optional" doc:"Path of the host cluster's kubeconfig file; default $KUBECONFIG, then ~/.kube/config, as kubectl."`
@@ -139,8 +140,9 @@ mode, removes etcd_data/member (etcd's data) on the machine flow runs on; then i
 installs again. deinit_first = false skips both. deinit keeps the namespace and
 karmada_data.
 
-When only controller_manager_args are missing from a complete control plane, the
-task adds them and waits until karmada-controller-manager has rolled out.`,
+When only controller_manager_args or host_network are missing from a complete
+control plane, the task adds them and waits until the changed Deployments have
+rolled out.`,
 		New: func() tasks.Task { return &Init{} },
 		Outputs: []tasks.Output{
 			{Name: "kubeconfig", Type: cty.String, Doc: "Path of the Karmada API server's kubeconfig, karmada_data/karmada-apiserver.config.", Clean: true},
@@ -202,6 +204,9 @@ func (i *Init) Validate() error {
 	if err := validateControllerManagerArgs(i.ControllerManagerArgs); err != nil {
 		return err
 	}
+	if err := validateHostNetwork(i.HostNetwork); err != nil {
+		return err
+	}
 	return validateImages(i, initFlags)
 }
 
@@ -218,6 +223,19 @@ func validateControllerManagerArgs(args []string) error {
 			return attrErr("controller_manager_args", "%s is set twice", name)
 		}
 		seen[name] = true
+	}
+	return nil
+}
+
+// validateHostNetwork checks that each name is one of init's Deployments, once.
+func validateHostNetwork(names []string) error {
+	for n, name := range names {
+		if !slices.Contains(planeDeployments, name) {
+			return attrErr("host_network", "%q is not one of karmadactl init's Deployments %v", name, planeDeployments)
+		}
+		if slices.Contains(names[:n], name) {
+			return attrErr("host_network", "%s is named twice", name)
+		}
 	}
 	return nil
 }

@@ -37,12 +37,12 @@ type plane struct {
 	host      string   // the Karmada API server's address, when its kubeconfig loads
 	namespace bool     // the host cluster has the namespace
 	missing   []string // what keeps the control plane from being complete, "" if nothing
-	// argsMissing is set when the control plane is otherwise complete but
-	// karmada-controller-manager lacks some of controller_manager_args.
-	argsMissing bool
+	// tuneMissing is set when the control plane is otherwise complete but one
+	// of its Deployments lacks its tune (controller_manager_args, host_network).
+	tuneMissing bool
 }
 
-// complete reports whether nothing is missing, controller_manager_args aside.
+// complete reports whether nothing is missing, the tunes aside.
 func (p plane) complete() bool { return len(p.missing) == 0 }
 
 // inspect finds out how much of the control plane exists: the Karmada kubeconfig,
@@ -64,12 +64,16 @@ func (i *Init) inspect(ctx context.Context, env *tasks.Env, config string) (plan
 		p.missing = append(p.missing, "no namespace "+i.namespace()+" on the host")
 		return p, nil
 	}
-	workloads, cmd, err := workloadsMissing(ctx, env, host, i.namespace())
+	workloads, deployments, err := workloadsMissing(ctx, env, host, i.namespace())
 	if err != nil {
 		return p, err
 	}
 	p.missing = append(p.missing, workloads...)
-	p.argsMissing = p.complete() && len(withArgs(cmd, i.ControllerManagerArgs)) > 0
+	for name, t := range i.tunes() {
+		if d := deployments[name]; d != nil && t.lacks(d) {
+			p.tuneMissing = p.complete()
+		}
+	}
 	return p, nil
 }
 
@@ -138,10 +142,10 @@ func readyzProblem(body []byte, err error) string {
 
 // workloadsMissing lists what is missing of the host namespace's workloads: each
 // expected Deployment and StatefulSet that is absent, and each one present that
-// is not fully ready. It returns karmada-controller-manager's container command
-// too (nil when it is absent).
-func workloadsMissing(ctx context.Context, env *tasks.Env, host dynamic.Interface, ns string) ([]string, []string, error) {
-	var missing, cmd []string
+// is not fully ready. It returns the Deployments it found too, by name.
+func workloadsMissing(ctx context.Context, env *tasks.Env, host dynamic.Interface, ns string) ([]string, map[string]*unstructured.Unstructured, error) {
+	var missing []string
+	deployments := map[string]*unstructured.Unstructured{}
 	for _, w := range []struct {
 		kind     string
 		resource schema.GroupVersionResource
@@ -162,8 +166,8 @@ func workloadsMissing(ctx context.Context, env *tasks.Env, host dynamic.Interfac
 			if problem := notReady(&obj); problem != "" {
 				missing = append(missing, w.kind+" "+obj.GetName()+" "+problem)
 			}
-			if w.kind == "deployment" && obj.GetName() == controllerManagerDeployment {
-				cmd = containerCommand(&obj)
+			if w.kind == "deployment" {
+				deployments[obj.GetName()] = &obj
 			}
 		}
 		for _, name := range w.expected {
@@ -172,7 +176,7 @@ func workloadsMissing(ctx context.Context, env *tasks.Env, host dynamic.Interfac
 			}
 		}
 	}
-	return missing, cmd, nil
+	return missing, deployments, nil
 }
 
 // notReady words why a Deployment or StatefulSet is not fully ready

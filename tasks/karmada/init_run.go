@@ -25,9 +25,9 @@ const defaultEtcdData = "/var/lib/karmada-etcd"
 
 var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// Run skips a complete control plane (adding controller_manager_args when only
-// they are missing), removes a half-done one, then runs karmadactl init and adds
-// controller_manager_args.
+// Run skips a complete control plane (tuning its Deployments when only that is
+// missing), removes a half-done one, then runs karmadactl init and tunes the
+// Deployments (controller_manager_args, host_network).
 func (i *Init) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	i = i.in(env)
 	bin := newBinary(i.Karmadactl, i.KarmadactlVersion)
@@ -44,12 +44,12 @@ func (i *Init) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("karmadactl init in namespace %q: %w", i.namespace(), err)
 	}
-	if p.complete() && !p.argsMissing {
+	if p.complete() && !p.tuneMissing {
 		fmt.Fprintf(env.Stdout, "karmada control plane at %s already present (%s)\n", p.host, config)
 		return out, nil
 	}
 	if p.complete() {
-		if err := i.ensureControllerManagerArgs(ctx, env); err != nil {
+		if err := i.ensureTunes(ctx, env); err != nil {
 			return nil, fmt.Errorf("karmadactl init in namespace %q: %w", i.namespace(), err)
 		}
 		return out, nil
@@ -68,7 +68,7 @@ func (i *Init) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	if _, err := os.Stat(config); err != nil {
 		return nil, fmt.Errorf("karmadactl init in namespace %q: succeeded but left no kubeconfig: %w", i.namespace(), err)
 	}
-	if err := i.ensureControllerManagerArgs(ctx, env); err != nil {
+	if err := i.ensureTunes(ctx, env); err != nil {
 		return nil, fmt.Errorf("karmadactl init in namespace %q: %w", i.namespace(), err)
 	}
 	return out, nil

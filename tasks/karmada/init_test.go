@@ -84,6 +84,27 @@ func podTemplate(name string) corev1.PodTemplateSpec {
 	}
 }
 
+// setHostNetwork gives the Deployments names in ns the node's network and
+// reports them rolled out, as the task would have left them.
+func (s servers) setHostNetwork(t *testing.T, ns string, names []string) {
+	t.Helper()
+	client := s.member.Clientset(t).AppsV1().Deployments(ns)
+	for _, name := range names {
+		d, err := client.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.HostNetwork, d.Spec.Template.Spec.DNSPolicy = true, corev1.DNSClusterFirstWithHostNet
+		if d, err = client.Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+		if _, err := client.UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // simulateRollout stands in for the deployment controller and the kubelet: once
 // Deployment name in ns has a generation its status has not observed, it reports
 // that generation rolled out and ready.
@@ -171,10 +192,12 @@ func (s servers) testInitPlane(t *testing.T) {
 		skip      string
 		karmada   string   // kubeconfig of the Karmada API server; default s.karmada's
 		cmArgs    []string // controller_manager_args
+		hostNet   []string // host_network
 		command   []string // karmada-controller-manager's command after; nil: unchanged, no rollout
 		want      string   // karmadactl calls
 		printed   []string
 		etcdGone  bool
+		hostNetOn bool // the Deployments of hostNet use the node's network before the run
 	}{
 		{name: "complete", namespace: "kplane-complete", cmArgs: []string{"--v=4"}, want: "version",
 			printed: []string{"already present"}},
@@ -188,6 +211,14 @@ func (s servers) testInitPlane(t *testing.T) {
 		{name: "controller_manager_args missing", namespace: "kplane-args", cmArgs: []string{args, "--v=2"}, want: "version",
 			command: []string{controllerManagerCommand[0], controllerManagerCommand[1], controllerManagerCommand[2], "--v=2", args},
 			printed: []string{"karmada-controller-manager: arguments " + args + " --v=2 set; waiting for the rollout", "karmada-controller-manager rolled out"}},
+		{name: "host_network missing", namespace: "kplane-hostnet", cmArgs: []string{args}, hostNet: []string{"karmada-aggregated-apiserver", controllerManagerDeployment}, want: "version",
+			command: append(slices.Clone(controllerManagerCommand), args),
+			printed: []string{
+				"karmada-aggregated-apiserver: host network set; waiting for the rollout",
+				"karmada-controller-manager: arguments " + args + " set, host network set; waiting for the rollout",
+				"karmada-aggregated-apiserver rolled out", "karmada-controller-manager rolled out"}},
+		{name: "host_network present", namespace: "kplane-hostnet-on", hostNet: []string{"karmada-webhook"}, hostNetOn: true, want: "version",
+			printed: []string{"already present"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,11 +231,21 @@ func (s servers) testInitPlane(t *testing.T) {
 				}
 			}
 			etcd := etcdData(t)
+			if c.hostNetOn {
+				s.setHostNetwork(t, c.namespace, c.hostNet)
+			}
 			if c.command != nil {
 				go s.simulateRollout(t, c.namespace, controllerManagerDeployment)
 			}
+			if !c.hostNetOn {
+				for _, name := range c.hostNet {
+					if name != controllerManagerDeployment {
+						go s.simulateRollout(t, c.namespace, name)
+					}
+				}
+			}
 			env, buf := taskstest.NewEnv(t)
-			init := &Init{Karmadactl: bin, Kubeconfig: s.member.Kubeconfig, Namespace: c.namespace, KarmadaData: data, EtcdData: etcd, ControllerManagerArgs: c.cmArgs}
+			init := &Init{Karmadactl: bin, Kubeconfig: s.member.Kubeconfig, Namespace: c.namespace, KarmadaData: data, EtcdData: etcd, ControllerManagerArgs: c.cmArgs, HostNetwork: c.hostNet}
 			if err := init.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -235,6 +276,15 @@ func (s servers) testInitPlane(t *testing.T) {
 			}
 			if got := d.Spec.Template.Spec.Containers[0].Command; !slices.Equal(got, want) {
 				t.Errorf("karmada-controller-manager command = %q, want %q", got, want)
+			}
+			for _, name := range c.hostNet {
+				d, err := s.member.Clientset(t).AppsV1().Deployments(c.namespace).Get(t.Context(), name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if spec := d.Spec.Template.Spec; !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+					t.Errorf("%s: hostNetwork %v, dnsPolicy %q; want true, ClusterFirstWithHostNet", name, spec.HostNetwork, spec.DNSPolicy)
+				}
 			}
 			// One pod at a time: the surge pod of a rolling update would never be
 			// scheduled next to the old one on a one-node host (required anti-affinity).

@@ -93,6 +93,9 @@ func TestValidate(t *testing.T) {
 		{Name: "init controller_manager_args", Task: &Init{ControllerManagerArgs: []string{"--feature-gates=Failover=true", "--v=2"}}},
 		{Name: "init controller_manager_args not a flag", Task: &Init{ControllerManagerArgs: []string{"feature-gates=Failover=true"}}, Attr: "controller_manager_args", Msg: "not a --flag"},
 		{Name: "init controller_manager_args twice", Task: &Init{ControllerManagerArgs: []string{"--v=2", "--v=4"}}, Attr: "controller_manager_args", Msg: "--v is set twice"},
+		{Name: "init host_network", Task: &Init{HostNetwork: []string{"karmada-controller-manager", "karmada-aggregated-apiserver"}}},
+		{Name: "init host_network unknown", Task: &Init{HostNetwork: []string{"karmada-search"}}, Attr: "host_network", Msg: `"karmada-search" is not one of karmadactl init's Deployments`},
+		{Name: "init host_network twice", Task: &Init{HostNetwork: []string{"karmada-webhook", "karmada-webhook"}}, Attr: "host_network", Msg: "karmada-webhook is named twice"},
 		{Name: "init empty extra arg", Task: &Init{ExtraArgs: []string{""}}, Attr: "extra_args", Msg: "empty"},
 
 		{Name: "join", Task: &Join{Cluster: "member1", ClusterZones: []string{"a"}}},
