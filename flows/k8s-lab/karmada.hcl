@@ -4,14 +4,18 @@
 # registered (karmada-agent runs in them), and nginx is propagated to the members.
 #
 # What differs from the seed is only how the pieces reach one another. The host reaches
-# everything on 127.0.0.1 only, and a pod reaches nothing outside its cluster's container,
-# so proxy devices carry each path:
+# everything on its loopback only, and a pod reaches nothing outside its cluster's
+# container, so proxy devices carry each path:
 #   this machine → Karmada's API server:  127.0.0.1:KARMADA_PORT → the host cluster's NodePort
-#   Karmada's pods → a push member:       10.1.0.1:PORT in the host cluster → 127.0.0.1:PORT
+#   Karmada → a member (push or pull):    ADDRESS:PORT in the host cluster → ADDRESS:PORT here
 #   karmada-agent → Karmada's API server:  10.1.0.1:KARMADA_PORT in the member → 127.0.0.1:KARMADA_PORT
+# A member has one endpoint, https://ADDRESS:PORT (its host's address, 127.0.0.1 on one
+# host), the same from this machine and from Karmada: the components that dial members
+# (karmada-controller-manager, karmada-aggregated-apiserver, whose cluster proxy serves
+# every member) run on the host cluster node's network, where a proxy device listens at
+# each member's ADDRESS:PORT. The Clusters' apiEndpoints and the kubeconfigs name it.
 # 10.1.0.1 is each cluster's own pod bridge (cni0), inside its container's network
-# namespace, and in every certificate; the Clusters' apiEndpoints and the agent's
-# kubeconfig name it.
+# namespace; the agent's kubeconfig names it.
 
 variable "pull_members" {
   type        = list(string)
@@ -25,7 +29,30 @@ variable "karmada_port" {
   description = "Karmada API server's NodePort in the host cluster, and the host port forwarded to it."
 }
 
+variable "karmada_feature_gates" {
+  type        = string
+  default     = "Failover=true"
+  description = "karmada-controller-manager's --feature-gates; Failover, off by default in v1.13, is what the failover drill's policy needs. vars/karmada-e2e.hcl has upstream's e2e value."
+}
+
+variable "karmada_controllers" {
+  type        = string
+  default     = ""
+  description = "karmada-controller-manager's --controllers; \"\" keeps Karmada's default set."
+}
+
+variable "karmada_failover_eviction_timeout" {
+  type        = string
+  default     = ""
+  description = "karmada-controller-manager's --failover-eviction-timeout, how long a not-ready member keeps its workloads; \"\" keeps Karmada's default (5m)."
+}
+
 locals {
+  karmada_controller_manager_args = concat(
+    var.karmada_feature_gates == "" ? [] : ["--feature-gates=${var.karmada_feature_gates}"],
+    var.karmada_controllers == "" ? [] : ["--controllers=${var.karmada_controllers}"],
+    var.karmada_failover_eviction_timeout == "" ? [] : ["--failover-eviction-timeout=${var.karmada_failover_eviction_timeout}"],
+  )
   push_members = sort(setsubtract(keys(var.members), var.pull_members))
   bridge       = "10.1.0.1" # each cluster's cni0, in its own network namespace
   # etcd's hostPath in the host cluster is this machine's directory too (a disk device at
@@ -58,13 +85,13 @@ task "proxy_device" "karmada_api" {
 }
 
 task "proxy_device" "to_member" {
-  for_each    = toset(local.push_members)
-  description = "A push member's API server for Karmada's pods: 10.1.0.1:PORT in the host cluster to this machine's forwarded port."
+  for_each    = var.members
+  description = "A member's API server for Karmada, at the member's one endpoint: ADDRESS:PORT on the host cluster node (any of its addresses) to the same on this machine."
   instance    = lxd_launch.member[var.host_cluster].name
   name        = "to-${each.key}"
   bind        = "instance"
-  listen      = "tcp:0.0.0.0:${var.members[each.key]}"
-  connect     = "tcp:${local.address_of[each.key]}:${var.members[each.key]}"
+  listen      = "tcp:0.0.0.0:${each.value}"
+  connect     = "tcp:${local.address_of[each.key]}:${each.value}"
 }
 
 task "proxy_device" "to_karmada" {
@@ -91,14 +118,16 @@ module "karmada" {
   advertise_address  = "127.0.0.1"
   cert_external_ip   = [local.bridge]
   internet_ip_lookup = false
-  push_members       = local.push_members
-  pull_members       = var.pull_members
-  kubeconfigs        = { for m, k in kubeconfig.member : m => k.path if m != var.host_cluster }
-  api_endpoints      = { for m in local.push_members : m => "https://${local.bridge}:${var.members[m]}" }
-  agent_api_endpoint = "${local.bridge}:${var.karmada_port}"
-  nginx_clusters     = sort(keys(var.members))
-  nginx_image        = "localhost:${var.registry_port}/nginx:${var.image_nginx_tag}"
-  depends_on         = [image_mirror.lab, wait_ready.member_dns, proxy_device.karmada_api, proxy_device.to_member, proxy_device.to_karmada]
+  # The components that dial members, on the node's network: see the top of this file.
+  host_network            = ["karmada-controller-manager", "karmada-aggregated-apiserver"]
+  controller_manager_args = local.karmada_controller_manager_args
+  push_members            = local.push_members
+  pull_members            = var.pull_members
+  kubeconfigs             = { for m, k in kubeconfig.member : m => k.path if m != var.host_cluster }
+  agent_api_endpoint      = "${local.bridge}:${var.karmada_port}"
+  nginx_clusters          = sort(keys(var.members))
+  nginx_image             = "localhost:${var.registry_port}/nginx:${var.image_nginx_tag}"
+  depends_on              = [image_mirror.lab, wait_ready.member_dns, proxy_device.karmada_api, proxy_device.to_member, proxy_device.to_karmada]
 }
 
 # Printed last (outputs go by name): how to reach each cluster, the web Services and Karmada.

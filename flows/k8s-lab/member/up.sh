@@ -61,6 +61,16 @@ server = "http://localhost:32000"
 [host."http://localhost:32000"]
   capabilities = ["pull", "resolve"]
 TOML
+# docker.io through the lab registry too (the lab has no internet): an image named as on
+# Docker Hub, nginx:1.19.0, is pulled from localhost:32000/library/nginx:1.19.0 when the
+# registry has it there (Karmada's e2e suite names its images so).
+mkdir -p /etc/containerd/certs.d/docker.io
+put /etc/containerd/certs.d/docker.io/hosts.toml <<TOML
+server = "https://registry-1.docker.io"
+
+[host."http://localhost:32000"]
+  capabilities = ["pull", "resolve"]
+TOML
 [ -e /opt/cni/bin ] || ln -s /usr/lib/cni /opt/cni/bin
 put /etc/cni/net.d/10-flow.conflist <<JSON
 {

@@ -90,6 +90,12 @@ variable "controller_manager_args" {
   description = "Extra karmada-controller-manager arguments: the Failover feature gate, off by default in v1.13, which the failover drill's policy needs."
 }
 
+variable "host_network" {
+  type        = list(string)
+  default     = []
+  description = "karmadactl init's Deployments whose pods use the host cluster node's network, to reach member API servers at addresses only the node serves."
+}
+
 variable "push_members" {
   type        = list(string)
   description = "Members joined in push mode (karmadactl join)."
@@ -151,6 +157,7 @@ task "karmadactl_init" "karmada" {
   private_image_registry  = var.registry
   kube_image_tag          = var.kube_image_tag
   controller_manager_args = var.controller_manager_args
+  host_network            = var.host_network
   wait_timeout            = "5m"
   timeout                 = "20m"
 }
