@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/kube/kubetest"
@@ -58,7 +59,8 @@ func killInside(t *testing.T, tag, root, state string, args []string, address st
 
 // checkKarmadaOnK8sLab asserts Karmada through its own API server and the clusters':
 // every component Ready in the host cluster, each member a Ready Cluster in its mode,
-// karmada-agent running in the pull member, nginx propagated to every member.
+// karmada-agent running in the pull member, nginx propagated to every member, and each
+// member reached at one endpoint, the same from here and from Karmada (checkClusterProxy).
 func checkKarmadaOnK8sLab(t *testing.T, configDir string) {
 	t.Helper()
 	ctx := context.Background()
@@ -99,6 +101,44 @@ func checkKarmadaOnK8sLab(t *testing.T, configDir string) {
 				t.Errorf("karmada-agent in %s: %d/%d ready (%v)", member, ready, want, err)
 			}
 		}
+		checkClusterProxy(t, cfg, cluster, filepath.Join(configDir, member+".config"))
+	}
+}
+
+// checkClusterProxy asserts that a member has one endpoint: the Cluster's apiEndpoint is
+// the server of the member's kubeconfig on this machine, and Karmada's cluster proxy
+// (karmada-aggregated-apiserver dialing that endpoint) answers with the member's own
+// kube-system Namespace, push or pull.
+func checkClusterProxy(t *testing.T, karmada *rest.Config, cluster *unstructured.Unstructured, kubeconfig string) {
+	t.Helper()
+	ctx := context.Background()
+	member := cluster.GetName()
+	cfg, err := kube.RESTConfig(kubeconfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if endpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint"); endpoint != cfg.Host {
+		t.Errorf("cluster %s: apiEndpoint %q, but its kubeconfig's server is %q", member, endpoint, cfg.Host)
+	}
+	direct, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("kube-system in %s: %v", member, err)
+	}
+	raw, err := kube.RawClient(karmada)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/apis/cluster.karmada.io/v1alpha1/clusters/" + member + "/proxy/api/v1/namespaces/kube-system"
+	body, err := raw.Get().AbsPath(path).DoRaw(ctx)
+	if err != nil {
+		t.Errorf("Karmada's cluster proxy to %s: %v: %s", member, err, body)
+		return
+	}
+	var ns metav1.ObjectMeta
+	var doc struct{ Metadata *metav1.ObjectMeta }
+	doc.Metadata = &ns
+	if err := json.Unmarshal(body, &doc); err != nil || ns.UID != direct.UID {
+		t.Errorf("Karmada's cluster proxy to %s: kube-system uid %q (%v), want %q", member, ns.UID, err, direct.UID)
 	}
 }
 
