@@ -67,13 +67,13 @@ func (i *Init) ensureTunes(ctx context.Context, env *tasks.Env) error {
 	deployments := host.Resource(deploymentResource).Namespace(i.namespace())
 	changed := map[string]int64{}
 	for _, name := range slices.Sorted(maps.Keys(tunes)) {
-		gen, err := patchTune(ctx, env, deployments, name, tunes[name])
+		gen, done, err := patchTune(ctx, env, deployments, name, tunes[name])
 		if err != nil {
 			return err
 		}
 		if gen != 0 {
 			changed[name] = gen
-			fmt.Fprintf(env.Stdout, "%s: %s; waiting for the rollout\n", name, tunes[name])
+			fmt.Fprintf(env.Stdout, "%s: %s; waiting for the rollout\n", name, done)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(changed)) {
@@ -85,35 +85,23 @@ func (i *Init) ensureTunes(ctx context.Context, env *tasks.Env) error {
 	return nil
 }
 
-// String words t as the task's progress line does.
-func (t tune) String() string {
-	var parts []string
-	if len(t.args) > 0 {
-		parts = append(parts, "arguments "+strings.Join(t.args, " ")+" set")
-	}
-	if t.hostNetwork {
-		parts = append(parts, "host network set")
-	}
-	return strings.Join(parts, ", ")
-}
-
 // patchTune changes Deployment name as t says with one JSON patch that first
 // tests the command it read, so a concurrent change fails instead of being
-// overwritten. It returns the Deployment's new generation, or 0 when nothing
-// was missing.
-func patchTune(ctx context.Context, env *tasks.Env, deployments dynamic.ResourceInterface, name string, t tune) (int64, error) {
+// overwritten. It returns the Deployment's new generation and what it set, or 0
+// when nothing was missing.
+func patchTune(ctx context.Context, env *tasks.Env, deployments dynamic.ResourceInterface, name string, t tune) (int64, string, error) {
 	obj, err := tasks.RetryTransient(ctx, env, kube.TransientFault, func() (*unstructured.Unstructured, error) {
 		return deployments.Get(ctx, name, metav1.GetOptions{})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("host cluster: get deployment %s: %w", name, err)
+		return 0, "", fmt.Errorf("host cluster: get deployment %s: %w", name, err)
 	}
 	if !t.lacks(obj) {
-		return 0, nil
+		return 0, "", nil
 	}
 	cmd := containerCommand(obj)
 	if len(t.args) > 0 && len(cmd) == 0 {
-		return 0, fmt.Errorf("deployment %s: %w", name, errNoCommand)
+		return 0, "", fmt.Errorf("deployment %s: %w", name, errNoCommand)
 	}
 	const path = "/spec/template/spec/containers/0/command"
 	// karmadactl's pods repel their own kind (required anti-affinity), and two pods on
@@ -121,29 +109,32 @@ func patchTune(ctx context.Context, env *tasks.Env, deployments dynamic.Resource
 	// surge pod never starts and the rollout never ends: replace the old pod first.
 	oneAtATime := map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": 0, "maxUnavailable": 1}}
 	var ops []map[string]any
+	var done []string
 	if len(cmd) > 0 {
 		ops = append(ops, map[string]any{"op": "test", "path": path, "value": cmd})
 	}
 	if next := withArgs(cmd, t.args); len(t.args) > 0 && next != nil {
 		ops = append(ops, map[string]any{"op": "replace", "path": path, "value": next})
+		done = append(done, "arguments "+strings.Join(t.args, " ")+" set")
 	}
-	if t.hostNetwork {
+	if on, _, _ := unstructured.NestedBool(obj.Object, "spec", "template", "spec", "hostNetwork"); t.hostNetwork && !on {
 		// ClusterFirstWithHostNet keeps cluster DNS, by which the components find
 		// the Karmada API server's Service.
 		ops = append(ops,
 			map[string]any{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true},
 			map[string]any{"op": "add", "path": "/spec/template/spec/dnsPolicy", "value": "ClusterFirstWithHostNet"})
+		done = append(done, "host network set")
 	}
 	ops = append(ops, map[string]any{"op": "add", "path": "/spec/strategy", "value": oneAtATime})
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return 0, fmt.Errorf("deployment %s: %w", name, err)
+		return 0, "", fmt.Errorf("deployment %s: %w", name, err)
 	}
 	patched, err := deployments.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "flow"})
 	if err != nil {
-		return 0, fmt.Errorf("host cluster: patch deployment %s: %w", name, err)
+		return 0, "", fmt.Errorf("host cluster: patch deployment %s: %w", name, err)
 	}
-	return patched.GetGeneration(), nil
+	return patched.GetGeneration(), strings.Join(done, ", "), nil
 }
 
 // waitRolledOut polls Deployment name until it has observed generation gen and
