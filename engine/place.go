@@ -37,16 +37,6 @@ func placeOf(run *state.Run, moved string) (place, error) {
 	return p, nil
 }
 
-// workDir is dir, the directory a run's tasks act in, or the process's working
-// directory for "" (a record that kept none). The engine never changes the process's
-// directory: tasks get theirs as data (tasks.Env.Dir).
-func workDir(dir string) string {
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	return dir
-}
-
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()

@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -19,21 +20,21 @@ func (s *Session) samePlace(store *state.Store, move bool) error {
 	if err != nil {
 		return err
 	}
-	live, err := liveInstances(store)
+	live, err := ops.LiveInstances(store)
 	if err != nil {
 		return err
 	}
 	runDirs := map[uint64]string{}
 	e := &ElsewhereError{Path: s.path, Here: here}
 	for _, o := range live {
-		dir := o.rec.Dir
+		dir := o.Rec.Dir
 		if dir == "" {
-			if _, ok := runDirs[o.run]; !ok {
-				if run, err := store.GetRun(o.run); err == nil {
-					runDirs[o.run] = run.Dir
+			if _, ok := runDirs[o.Run]; !ok {
+				if run, err := store.GetRun(o.Run); err == nil {
+					runDirs[o.Run] = run.Dir
 				}
 			}
-			dir = runDirs[o.run]
+			dir = runDirs[o.Run]
 		}
 		if dir == "" || dir == here {
 			continue

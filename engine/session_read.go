@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/live"
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -49,18 +50,20 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 		return nil, err
 	}
 	from := hist.from
-	spec := previewSpec{previous: hist.previous, replace: req.Replace}
+	spec := ops.Spec{Previous: hist.previous, Replace: req.Replace}
 	if from != nil {
-		spec.from = from.ID
+		spec.From = from.ID
 	}
+	var refresh *ops.Refresh
 	if !req.NoRefresh {
-		if spec.look, err = refreshAll(ctx, plan, spec, req); err != nil {
-			return nil, fmt.Errorf("refresh: %w", err)
-		}
+		refresh = req.refresh()
 	}
-	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Refused: hist.refused && !hist.resumes, Plan: plan, Decisions: preview(plan, spec)}
+	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Refused: hist.refused && !hist.resumes, Plan: plan}
+	if pv.Decisions, err = ops.Preview(ctx, plan, spec, refresh); err != nil {
+		return nil, err
+	}
 	if hist.last != nil {
-		againReasons(pv.Decisions, hist.last, hist.lastRecs)
+		ops.AgainReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}
 	if !req.selective() {
 		if pv.Removed, err = s.previewOrphans(l.Plan, req.KeepRemoved); err != nil {
@@ -81,19 +84,12 @@ func (s *Session) previewOrphans(p *Plan, keep bool) ([]Decision, error) {
 		return nil, err
 	}
 	defer store.Close()
-	live, err := liveInstances(store)
+	live, err := ops.LiveInstances(store)
 	if err != nil {
 		return nil, err
 	}
-	var out []Decision
-	for _, o := range orphansOf(live, p) {
-		d := s.orphanDecision(o)
-		if keep && d.Action == ActionDestroy {
-			d.Action, d.Reason = ActionKeep, fmt.Sprintf("no longer in the flow (run %d created it); kept (--keep-removed): a later run or flow destroy undoes it", o.run)
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	inFlow := func(addr string) bool { return p.Instances[addr] != nil }
+	return ops.OrphanDecisions(s.reg, live, inFlow, keep), nil
 }
 
 // history is what a preview starts from: the run a resume (or a targeted run)
@@ -129,7 +125,7 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	if err != nil || (b.from == nil && b.last == nil) {
 		return h, err
 	}
-	recs, base, err := runInputs(store, run)
+	recs, base, err := ops.RunInputs(store, run)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +136,7 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	case startFromCheckpoints: // from the flow's values
 		h.from, h.previous = run, recs
 	case startResume:
-		h.from, h.previous, h.base, h.resumes = run, recs, given(run, base), true
+		h.from, h.previous, h.base, h.resumes = run, recs, ops.Given(run, base), true
 	}
 	return h, nil
 }
