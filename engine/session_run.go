@@ -42,7 +42,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, err
 	}
 	if b.refused {
-		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+		return nil, &UnfinishedError{Latest: latest, Status: ops.EffectiveStatus(latest)}
 	}
 	if err := s.samePlace(h.store, req.Move); err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	case latest == nil:
 		return nil, &NoRunsError{Path: s.path, Op: "resume"}
 	case latest.Destroys != 0 && latest.Status != state.Succeeded:
-		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+		return nil, &UnfinishedError{Latest: latest, Status: ops.EffectiveStatus(latest)}
 	case latest.Destroys != 0:
 		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
 	case latest.Status == state.Succeeded && !req.selective():

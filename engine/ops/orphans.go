@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -61,6 +62,33 @@ func MadeRecords(live map[string]Orphan) map[string]*state.Instance {
 		made[addr] = o.Rec
 	}
 	return made
+}
+
+// MadeElsewhere counts the live instances (LiveInstances) made in a directory other
+// than here, and names those directories, sorted. A record an older flow wrote, which
+// kept no directory, counts as made in its run's directory.
+func MadeElsewhere(store *state.Store, live map[string]Orphan, here string) (count int, dirs []string) {
+	runDirs := map[uint64]string{}
+	for _, o := range live {
+		dir := o.Rec.Dir
+		if dir == "" {
+			if _, ok := runDirs[o.Run]; !ok {
+				if run, err := store.GetRun(o.Run); err == nil {
+					runDirs[o.Run] = run.Dir
+				}
+			}
+			dir = runDirs[o.Run]
+		}
+		if dir == "" || dir == here {
+			continue
+		}
+		count++
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	slices.Sort(dirs)
+	return count, dirs
 }
 
 // OrphansOf is the live instances p does not have (all with p nil), latest in their
