@@ -2,8 +2,8 @@
 // it (runOp: an attempt, trusting a previous success, refreshing it, replacing it, the
 // object it records), undo it (undoOp over the reversed graph, and the orphans' walk of
 // what the flow no longer has), probe it (a preview's refresh), say what a run or a
-// destroy would do (Decisions, DestroyDecisions) and write the run records (a run or a
-// destroy started, resumed, finished). Each operation is a walk.Operation in a
+// destroy would do (Decisions, Preview, DestroyDecisions), write the run records (a
+// run or a destroy started, resumed, finished) and read them as readers see them. Each operation is a walk.Operation in a
 // walk.Shape that NewRunner, NewDestroyer or OrphanPass hands to the walker.
 //
 // It does not own the walker (engine/walk: scheduling, retries, interrupts,
