@@ -3,8 +3,9 @@
 // object it records), undo it (undoOp over the reversed graph, and the orphans' walk of
 // what the flow no longer has), probe it (a preview's refresh), say what a run or a
 // destroy would do (Decisions, Preview, DestroyDecisions), write the run records (a
-// run or a destroy started, resumed, finished) and read them as readers see them. Each operation is a walk.Operation in a
-// walk.Shape that NewRunner, NewDestroyer or OrphanPass hands to the walker.
+// run or a destroy started, resumed, finished) and read them as readers see them.
+// Each operation is a walk.Operation in a walk.Shape that NewRunner, NewDestroyer or
+// OrphanPass hands to the walker.
 //
 // It does not own the walker (engine/walk: scheduling, retries, interrupts,
 // checkpoints, output), planning and evaluation (engine/plan), the state's format

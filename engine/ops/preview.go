@@ -32,7 +32,7 @@ type Decision struct {
 // run or skip, using the same fingerprints as the run itself. An instance whose
 // dependencies will run is "run?": it is skipped at run time only if its inputs come
 // out unchanged. An instance replace selects runs whatever its record. It does not
-// refresh (see Session.Preview, which does).
+// refresh (see Preview, which does).
 func Decisions(p *plan.Plan, previous map[string]*state.Instance, replace []string) []Decision {
 	return preview(p, previewSpec{Spec: Spec{Previous: previous, Replace: replace}})
 }

@@ -172,8 +172,8 @@ func FinishRun(store *state.Store, run *state.Run, res *walk.Result, runErr erro
 }
 
 // RecordResult sets run's status, end time and outputs from res, touching no store:
-// what Options.Finish returns for an execution of the whole flow, so the run record
-// rides with the last checkpoint. Sensitive outputs are only named.
+// what walk.Options.Finish returns for an execution of the whole flow, so the run
+// record rides with the last checkpoint. Sensitive outputs are only named.
 func RecordResult(run *state.Run, res *walk.Result) *state.Run {
 	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 	stored := map[string]state.Value{}
@@ -222,8 +222,8 @@ func StartDestroy(store *state.Store, target *state.Run, l *plan.Loaded, flow, d
 }
 
 // DestroyResult sets a destroy run's status and end time from res, touching no store:
-// what Options.Finish returns for a destroy, so the run record rides with the last
-// checkpoint.
+// what walk.Options.Finish returns for a destroy, so the run record rides with the
+// last checkpoint.
 func DestroyResult(run *state.Run, res *walk.Result) *state.Run {
 	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 	return run

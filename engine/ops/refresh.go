@@ -19,7 +19,7 @@ import (
 // Refresh, as Terraform's: before a resume, a targeted run or a plan lets a recorded
 // success stand, the instance's type looks at its object, when it can (its type
 // Probes: a built-in tasks.Prober, or a plugin type that probes or checks). What
-// drifted runs again, and the run and the plan say why. Options.NoRefresh
+// drifted runs again, and the run and the plan say why. walk.Options.NoRefresh
 // (--refresh=false) trusts the records as they are.
 
 // canProbe reports whether inst's type can look at its object: what its type's
