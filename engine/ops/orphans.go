@@ -91,9 +91,9 @@ func MadeElsewhere(store *state.Store, live map[string]Orphan, here string) (cou
 	return count, dirs
 }
 
-// OrphansOf is the live instances p does not have (all with p nil), latest in their
+// orphansOf is the live instances p does not have (all with p nil), latest in their
 // plan first.
-func OrphansOf(live map[string]Orphan, p *plan.Plan) []Orphan {
+func orphansOf(live map[string]Orphan, p *plan.Plan) []Orphan {
 	var out []Orphan
 	for addr, o := range live {
 		if p == nil || p.Instances[addr] == nil {
@@ -109,8 +109,8 @@ func OrphansOf(live map[string]Orphan, p *plan.Plan) []Orphan {
 	return out
 }
 
-// OrphanDecision says what undoing o does: destroy it, or keep it and why.
-func OrphanDecision(reg *tasks.Registry, o Orphan) Decision {
+// orphanDecision says what undoing o does: destroy it, or keep it and why.
+func orphanDecision(reg *tasks.Registry, o Orphan) Decision {
 	kind, _ := reg.Lookup(o.Rec.Type)
 	if why := orphanKeep(kind, &o); why != "" {
 		return Decision{Addr: o.Rec.Address, Action: ActionKeep, Reason: why}
@@ -122,11 +122,11 @@ func OrphanDecision(reg *tasks.Registry, o Orphan) Decision {
 // the other live instances (the orphans); keep (--keep-removed) keeps them all.
 func OrphanDecisions(reg *tasks.Registry, live map[string]Orphan, walked func(string) bool, keep bool) []Decision {
 	var out []Decision
-	for _, o := range OrphansOf(live, nil) {
+	for _, o := range orphansOf(live, nil) {
 		if walked(o.Rec.Address) {
 			continue
 		}
-		d := OrphanDecision(reg, o)
+		d := orphanDecision(reg, o)
 		if keep && d.Action == ActionDestroy {
 			d.Action, d.Reason = ActionKeep, fmt.Sprintf("no longer in the flow (run %d created it); kept (--keep-removed): a later run or flow destroy undoes it", o.Run)
 		}
@@ -151,7 +151,7 @@ func setsInput(rec *state.Instance, name string) bool {
 // which is run's.
 func OrphanPass(ctx context.Context, store *state.Store, run *state.Run, live map[string]Orphan, keepAddr func(string) bool, reg *tasks.Registry, scope *config.Scope, opts walk.Options) (removed int, failed *walk.Result, err error) {
 	var orphans []Orphan
-	for _, o := range OrphansOf(live, nil) {
+	for _, o := range orphansOf(live, nil) {
 		if !keepAddr(o.Rec.Address) {
 			orphans = append(orphans, o)
 		}
@@ -194,7 +194,7 @@ func OrphanPass(ctx context.Context, store *state.Store, run *state.Run, live ma
 func toUndo(reg *tasks.Registry, orphans []Orphan) []Orphan {
 	var out []Orphan
 	for _, o := range orphans {
-		if OrphanDecision(reg, o).Action == ActionDestroy {
+		if orphanDecision(reg, o).Action == ActionDestroy {
 			out = append(out, o)
 		}
 	}
@@ -221,7 +221,7 @@ func SayKept(store *state.Store, p *plan.Plan, out io.Writer) {
 	if err != nil {
 		return
 	}
-	for _, o := range OrphansOf(live, p) {
+	for _, o := range orphansOf(live, p) {
 		fmt.Fprintf(out, "%s: no longer in the flow; kept (--keep-removed)\n", o.Rec.Address)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/flowdev/flow/engine/state"
 )
 
-// PluginRecords are the plugins flow loaded, as a run records them.
-func PluginRecords(f *config.Flow) []state.Plugin { return slices.Clone(f.Plugins) }
+// pluginRecords are the plugins flow loaded, as a run records them.
+func pluginRecords(f *config.Flow) []state.Plugin { return slices.Clone(f.Plugins) }
 
 // PluginChanges compares the plugins run recorded with those l loaded: a plugin whose
 // executable moved or whose sha256 changed is a warning naming the instances that
@@ -25,7 +25,7 @@ func PluginChanges(run *state.Run, l *plan.Loaded, previous map[string]*state.In
 	for _, p := range run.Plugins {
 		before[p.Name] = p
 	}
-	for _, now := range PluginRecords(l.Flow) {
+	for _, now := range pluginRecords(l.Flow) {
 		was, ok := before[now.Name]
 		if !ok || (was.Path == now.Path && was.Sha256 == now.Sha256) {
 			continue

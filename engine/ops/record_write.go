@@ -27,7 +27,7 @@ func NewRunRecord(l *plan.Loaded) (*state.Run, error) {
 		return nil, fmt.Errorf("record the working directory: %w", err)
 	}
 	run := &state.Run{Flow: abs, Dir: wd, FlowHash: l.Flow.Hash, Status: state.Running,
-		StartedAt: time.Now().UTC(), PID: os.Getpid(), Plugins: PluginRecords(l.Flow)}
+		StartedAt: time.Now().UTC(), PID: os.Getpid(), Plugins: pluginRecords(l.Flow)}
 	if err := recordVars(run, l); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func ResumeRun(store *state.Store, run *state.Run, l *plan.Loaded, flow, dir str
 	run.Flow, run.Dir = flow, dir
 	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.Flow.Hash, state.Running, os.Getpid(), nil, ""
 	run.Resumes++
-	run.Plugins = PluginRecords(l.Flow)
+	run.Plugins = pluginRecords(l.Flow)
 	if err := recordVars(run, l); err != nil {
 		return changed, err
 	}
