@@ -7,7 +7,12 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/ops"
 )
+
+// NoRunsError refuses a resume or a destroy of a state file that holds no run, and
+// is what reading the runs of one finds (see ops.NoRunsError).
+type NoRunsError = ops.NoRunsError
 
 // FlowError is a flow that does not load: its diagnostics, and the flow (for its
 // sources) when its files parsed.
@@ -17,16 +22,6 @@ type FlowError struct {
 }
 
 func (e *FlowError) Error() string { return "the flow is invalid: " + e.Diags.Error() }
-
-// NoRunsError refuses a resume or a destroy of a state file that holds no run.
-type NoRunsError struct {
-	Path string
-	Op   string // "resume" or "destroy"
-}
-
-func (e *NoRunsError) Error() string {
-	return fmt.Sprintf("nothing to %s in %s: there are no runs", e.Op, e.Path)
-}
 
 // UnfinishedError refuses a new run, or a resume, while the latest run did not
 // finish: Latest is that run, with its effective status.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -37,16 +38,6 @@ func placeOf(run *state.Run, moved string) (place, error) {
 	return p, nil
 }
 
-// workDir is dir, the directory a run's tasks act in, or the process's working
-// directory for "" (a record that kept none). The engine never changes the process's
-// directory: tasks get theirs as data (tasks.Env.Dir).
-func workDir(dir string) string {
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	return dir
-}
-
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
@@ -60,4 +51,25 @@ func absolute(paths []string) []string {
 		out[i] = absPath(p)
 	}
 	return out
+}
+
+// samePlace refuses, with an *ElsewhereError, a new run in the process's working
+// directory while store holds live instances made in another one, unless move: one
+// state, one place.
+func (s *Session) samePlace(store *state.Store, move bool) error {
+	if move {
+		return nil
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	live, err := ops.LiveInstances(store)
+	if err != nil {
+		return err
+	}
+	if n, dirs := ops.MadeElsewhere(store, live, here); n > 0 {
+		return &ElsewhereError{Path: s.path, Here: here, Dirs: dirs, Count: n}
+	}
+	return nil
 }

@@ -27,15 +27,6 @@ const (
 	Removed = state.Removed
 )
 
-// effectiveStatus reports a run left running by a process that is gone as
-// interrupted. Only call it while holding the state file, or the process may be alive.
-func effectiveStatus(r *state.Run) state.Status {
-	if r.Status == state.Running {
-		return state.Interrupted
-	}
-	return r.Status
-}
-
 // settled reports whether latest lets a new run start without --new: it succeeded,
 // or it is a targeted run whose targets succeeded and that left the rest pending.
 // Like Terraform's -target, such a run does not hold up the next full one; "flow

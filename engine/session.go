@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/tasks"
@@ -245,10 +246,7 @@ func (req *Request) logger(redact func(string) string) hclog.Logger {
 	return req.Logger(redact)
 }
 
-// namedLogger is req's logger for addr, or one that discards.
-func (req *Request) namedLogger(addr string) hclog.Logger {
-	if l := req.logger(nil); l != nil {
-		return l.Named(addr)
-	}
-	return hclog.NewNullLogger()
+// refresh is how req's preview probes: as many at once as its walk runs tasks.
+func (req *Request) refresh() *ops.Refresh {
+	return &ops.Refresh{Parallelism: req.Parallelism, Logger: req.logger(nil)}
 }

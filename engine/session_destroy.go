@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"time"
 
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -33,37 +33,33 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	l, run := j.loaded, j.run
 	start := Start{Kind: NewDestroy, From: j.target.ID, FlowChanged: l.Flow.Hash != j.target.FlowHash}
 	if run == nil {
-		run, err = startDestroy(h.store, j.target, l, j.place)
+		run, err = ops.StartDestroy(h.store, j.target, l, j.place.flow, j.place.dir)
 	} else {
 		start.Kind = ResumedDestroy
-		_, err = resumeRun(h.store, run, l, j.place)
+		_, err = ops.ResumeRun(h.store, run, l, j.place.flow, j.place.dir)
 	}
 	if err != nil {
 		return nil, err
 	}
 	start.Run = run
-	finish := func(res *Result) *state.Run {
-		run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
-		return run
-	}
+	finish := func(res *Result) *state.Run { return ops.DestroyResult(run, res) }
 	opts := req.options(run, h.store, l.Plan.Scope.Redact)
 	opts.Previous, opts.Finish = j.done, finish
 	d := NewDestroyer(l.Plan, j.created, opts)
 	start.Instances = len(d.Snapshot())
 	h.started(&req, start, d)
-	walked := func(addr string) bool { return l.Plan.Instances[addr] != nil && ran(j.created[addr]) }
-	live, err := liveInstances(h.store)
+	live, err := ops.LiveInstances(h.store)
 	if err != nil {
 		return nil, err
 	}
-	removed, failed, err := s.orphanPass(ctx, h.store, run, live, walked, l.Plan.Scope, &req)
+	removed, failed, err := ops.OrphanPass(ctx, h.store, run, live, j.walked, s.reg, l.Plan.Scope, req.options(run, h.store, l.Plan.Scope.Redact))
 	if err != nil || failed != nil {
 		return &Outcome{Run: run, Result: failed, Loaded: l, Walker: d, Err: err}, nil
 	}
 	res, runErr := d.Run(ctx)
 	res.Removed = removed
 	if runErr != nil { // the last checkpoint, and the record with it, failed: try once more
-		_ = finishDestroy(h.store, run, res, runErr) // runErr already says the state could not be written
+		_ = ops.FinishDestroy(h.store, run, res, runErr) // runErr already says the state could not be written
 	}
 	return &Outcome{Run: run, Result: res, Loaded: l, Walker: d, Err: runErr}, nil
 }
@@ -124,12 +120,12 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 	if j.place, err = placeOf(placed, req.Flow); err != nil {
 		return nil, err
 	}
-	created, base, err := runInputs(store, j.target)
+	created, base, err := ops.RunInputs(store, j.target)
 	if err != nil {
 		return nil, err
 	}
 	if j.run != nil {
-		if j.done, _, err = runInputs(store, j.run); err != nil {
+		if j.done, _, err = ops.RunInputs(store, j.run); err != nil {
 			return nil, err
 		}
 	}
@@ -138,17 +134,17 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 	}
 	j.created = created
 	j.preview = &DestroyPreview{Target: j.target, Continues: j.run, Flow: j.place.flow, Dir: j.place.dir,
-		Decisions: previewDestroy(j.loaded.Plan, created, j.done)}
-	live, err := liveInstances(store)
+		Decisions: ops.DestroyDecisions(j.loaded.Plan, created, j.done)}
+	live, err := ops.LiveInstances(store)
 	if err != nil {
 		return nil, err
 	}
-	var orphans []Decision
-	for _, o := range orphansOf(live, nil) {
-		if addr := o.rec.Address; j.loaded.Plan.Instances[addr] == nil || !ran(created[addr]) {
-			orphans = append(orphans, s.orphanDecision(o))
-		}
-	}
-	j.preview.Decisions = append(orphans, j.preview.Decisions...)
+	j.preview.Decisions = append(ops.OrphanDecisions(s.reg, live, j.walked, false), j.preview.Decisions...)
 	return j, nil
+}
+
+// walked reports whether the destroy's walk visits addr: the flow has it and the
+// target run started it. The others the state holds are orphans.
+func (j *destroyJob) walked(addr string) bool {
+	return j.loaded.Plan.Instances[addr] != nil && ops.Ran(j.created[addr])
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowdev/flow/engine/live"
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -55,7 +56,7 @@ func (s *liveSource) Status(runID uint64) (any, error) {
 		cp.Status = Running
 		return liveStatus{Run: &cp, Instances: lean(walk.Snapshot())}, nil
 	}
-	rec, recs, err := readStatus(s.store, runID, true)
+	rec, recs, err := ops.ReadStatus(s.store, runID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +69,13 @@ func (s *liveSource) Runs() (any, error) {
 	if run != nil {
 		own = run.ID
 	}
-	return readRuns(s.store, own)
+	return ops.ReadRuns(s.store, own)
 }
 
 func (s *liveSource) Log(runID uint64, addr string) ([]byte, error) {
 	_, walk, own := s.current(runID)
 	if !own || walk == nil {
-		return readLog(s.store, runID, addr)
+		return ops.ReadLog(s.store, runID, addr)
 	}
 	if out, ok := walk.Log(addr); ok {
 		return out, nil

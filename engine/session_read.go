@@ -3,13 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/live"
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -49,18 +49,20 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 		return nil, err
 	}
 	from := hist.from
-	spec := previewSpec{previous: hist.previous, replace: req.Replace}
+	spec := ops.Spec{Previous: hist.previous, Replace: req.Replace}
 	if from != nil {
-		spec.from = from.ID
+		spec.From = from.ID
 	}
+	var refresh *ops.Refresh
 	if !req.NoRefresh {
-		if spec.look, err = refreshAll(ctx, plan, spec, req); err != nil {
-			return nil, fmt.Errorf("refresh: %w", err)
-		}
+		refresh = req.refresh()
 	}
-	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Refused: hist.refused && !hist.resumes, Plan: plan, Decisions: preview(plan, spec)}
+	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Refused: hist.refused && !hist.resumes, Plan: plan}
+	if pv.Decisions, err = ops.Preview(ctx, plan, spec, refresh); err != nil {
+		return nil, err
+	}
 	if hist.last != nil {
-		againReasons(pv.Decisions, hist.last, hist.lastRecs)
+		ops.AgainReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}
 	if !req.selective() {
 		if pv.Removed, err = s.previewOrphans(l.Plan, req.KeepRemoved); err != nil {
@@ -81,19 +83,12 @@ func (s *Session) previewOrphans(p *Plan, keep bool) ([]Decision, error) {
 		return nil, err
 	}
 	defer store.Close()
-	live, err := liveInstances(store)
+	live, err := ops.LiveInstances(store)
 	if err != nil {
 		return nil, err
 	}
-	var out []Decision
-	for _, o := range orphansOf(live, p) {
-		d := s.orphanDecision(o)
-		if keep && d.Action == ActionDestroy {
-			d.Action, d.Reason = ActionKeep, fmt.Sprintf("no longer in the flow (run %d created it); kept (--keep-removed): a later run or flow destroy undoes it", o.run)
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	inFlow := func(addr string) bool { return p.Instances[addr] != nil }
+	return ops.OrphanDecisions(s.reg, live, inFlow, keep), nil
 }
 
 // history is what a preview starts from: the run a resume (or a targeted run)
@@ -129,7 +124,7 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	if err != nil || (b.from == nil && b.last == nil) {
 		return h, err
 	}
-	recs, base, err := runInputs(store, run)
+	recs, base, err := ops.RunInputs(store, run)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +135,7 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 	case startFromCheckpoints: // from the flow's values
 		h.from, h.previous = run, recs
 	case startResume:
-		h.from, h.previous, h.base, h.resumes = run, recs, given(run, base), true
+		h.from, h.previous, h.base, h.resumes = run, recs, ops.Given(run, base), true
 	}
 	return h, nil
 }
@@ -164,21 +159,7 @@ func (s *Session) openRead() (*state.Store, error) {
 func (s *Session) Runs() ([]*RunRecord, error) {
 	var runs []*RunRecord
 	err := s.read(func() error { runs = nil; return live.Runs(s.file, &runs) },
-		func(store *state.Store) (err error) { runs, err = readRuns(store, 0); return err })
-	return runs, err
-}
-
-// readRuns reads every run of store; one that shows as running is interrupted (its
-// process is gone: the file could be opened) unless it is own, the run of the process
-// that reads, or the latest of a PostgreSQL state a writer holds.
-func readRuns(store *state.Store, own uint64) ([]*RunRecord, error) {
-	runs, err := store.Runs()
-	live := store.WriterActive()
-	for i, r := range runs {
-		if r.ID != own && (!live || i != len(runs)-1) {
-			r.Status = effectiveStatus(r)
-		}
-	}
+		func(store *state.Store) (err error) { runs, err = ops.ReadRuns(store, 0); return err })
 	return runs, err
 }
 
@@ -197,42 +178,8 @@ func (s *Session) Status(runID uint64) (*RunRecord, []InstanceRecord, error) {
 		}
 		run, recs = st.Run, st.Instances
 		return nil
-	}, func(store *state.Store) (err error) { run, recs, err = readStatus(store, runID, false); return err })
+	}, func(store *state.Store) (err error) { run, recs, err = ops.ReadStatus(store, runID, false); return err })
 	return run, recs, err
-}
-
-// readStatus reads run runID (the latest with 0) of store; holding says that this
-// process holds store for writing, so that its latest run, if running, really runs.
-func readStatus(store *state.Store, runID uint64, holding bool) (*RunRecord, []InstanceRecord, error) {
-	run, err := pickRun(store, runID)
-	if err != nil {
-		return nil, nil, err
-	}
-	recs, err := store.Instances(run.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A writer of a PostgreSQL state may hold it while we read: its latest run is
-	// then really running (as far as it has committed).
-	if latest, _ := store.LatestRun(); latest != nil && latest.ID == run.ID && (holding || store.WriterActive()) {
-		flat := make([]state.Instance, len(recs))
-		for i, r := range recs {
-			flat[i] = *r
-		}
-		return run, flat, nil
-	}
-	flat := make([]state.Instance, len(recs))
-	for i, r := range recs {
-		flat[i] = *r
-		if run.Status == state.Running && r.Status == state.Running {
-			flat[i].Status = state.Interrupted // its process is gone: we could open the file
-		}
-		if r.Removed && r.Status == state.Succeeded {
-			flat[i].Status = state.Removed // undone: no longer in the flow
-		}
-	}
-	run.Status = effectiveStatus(run)
-	return run, flat, nil
 }
 
 // Log returns what addr wrote in run runID (the latest with 0). While a flow process
@@ -240,34 +187,6 @@ func readStatus(store *state.Store, runID uint64, holding bool) (*RunRecord, []I
 func (s *Session) Log(runID uint64, addr string) ([]byte, error) {
 	var out []byte
 	err := s.read(func() (err error) { out, err = live.Log(s.file, runID, addr); return err },
-		func(store *state.Store) (err error) { out, err = readLog(store, runID, addr); return err })
+		func(store *state.Store) (err error) { out, err = ops.ReadLog(store, runID, addr); return err })
 	return out, err
-}
-
-func readLog(store *state.Store, runID uint64, addr string) ([]byte, error) {
-	run, err := pickRun(store, runID)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := store.Instances(run.ID)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range recs {
-		if r.Address == addr {
-			return store.Logs(run.ID, addr)
-		}
-	}
-	return nil, fmt.Errorf("run %d has no task instance %s", run.ID, addr)
-}
-
-func pickRun(store *state.Store, id uint64) (*state.Run, error) {
-	if id != 0 {
-		return store.GetRun(id)
-	}
-	r, err := store.LatestRun()
-	if err == nil && r == nil {
-		err = &NoRunsError{Path: store.Path()}
-	}
-	return r, err
 }

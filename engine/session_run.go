@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 )
 
@@ -25,7 +26,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		if l, plan, err = s.loadSelected(&req, req.Flow, "", nil); err != nil {
 			return nil, err
 		}
-		return newRunRecord(l)
+		return ops.NewRunRecord(l)
 	}
 	h, created, err := s.hold(&req, first)
 	if err != nil {
@@ -41,7 +42,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 		return nil, err
 	}
 	if b.refused {
-		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+		return nil, &UnfinishedError{Latest: latest, Status: ops.EffectiveStatus(latest)}
 	}
 	if err := s.samePlace(h.store, req.Move); err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	if b.kind == startFromCheckpoints {
 		start.Kind, start.From = FromCheckpoints, b.from.ID
 	}
-	run, previous, err := startRun(h.store, l, b.from)
+	run, previous, err := ops.StartRun(h.store, l, b.from)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	case latest == nil:
 		return nil, &NoRunsError{Path: s.path, Op: "resume"}
 	case latest.Destroys != 0 && latest.Status != state.Succeeded:
-		return nil, &UnfinishedError{Latest: latest, Status: effectiveStatus(latest)}
+		return nil, &UnfinishedError{Latest: latest, Status: ops.EffectiveStatus(latest)}
 	case latest.Destroys != 0:
 		return nil, &NothingToDoError{Latest: latest, Op: "resume"}
 	case latest.Status == state.Succeeded && !req.selective():
@@ -95,21 +96,46 @@ func (s *Session) Resume(ctx context.Context, req Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	previous, base, err := runInputs(h.store, latest)
+	previous, base, err := ops.RunInputs(h.store, latest)
 	if err != nil {
 		return nil, err
 	}
-	l, plan, err := s.loadSelected(&req, p.flow, p.dir, given(latest, base))
+	l, plan, err := s.loadSelected(&req, p.flow, p.dir, ops.Given(latest, base))
 	if err != nil {
 		return nil, err
 	}
-	warnPluginChanges(&req, latest, l, previous)
-	changed, err := resumeRun(h.store, latest, l, p)
+	if diags := ops.PluginChanges(latest, l, previous); len(diags) > 0 && req.Warn != nil {
+		req.Warn(l.Flow, diags)
+	}
+	changed, err := ops.ResumeRun(h.store, latest, l, p.flow, p.dir)
 	if err != nil {
 		return nil, err
 	}
 	start := Start{Kind: ResumedRun, Run: latest, FlowChanged: changed}
 	return s.walkRun(ctx, &req, h, start, l, plan, previous)
+}
+
+// drifted is what a resume of run, which succeeded, tells the user a new run would
+// repair: the instances whose object refresh found changed (see ops.Drifted). nil
+// when the flow cannot be read or refresh is off.
+func (s *Session) drifted(ctx context.Context, store *state.Store, run *state.Run, req Request) []Decision {
+	if req.NoRefresh {
+		return nil
+	}
+	p, err := placeOf(run, req.Flow)
+	if err != nil {
+		return nil
+	}
+	recs, base, err := ops.RunInputs(store, run)
+	if err != nil {
+		return nil
+	}
+	l, err := s.load(&req, p.flow, p.dir, ops.Given(run, base), false)
+	if err != nil {
+		return nil
+	}
+	ds, _ := ops.Drifted(ctx, l.Plan, ops.Spec{Previous: recs, From: run.ID, Dir: p.dir}, *req.refresh())
+	return ds
 }
 
 // loadSelected loads the flow at path, acting in dir, and selects what req's targets name.
@@ -133,13 +159,13 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	var finish func(*Result) *state.Run
 	whole := len(plan.Order) == len(l.Plan.Order)
 	if whole {
-		finish = func(res *Result) *state.Run { return recordResult(run, res) }
+		finish = func(res *Result) *state.Run { return ops.RecordResult(run, res) }
 	}
-	live, err := liveInstances(h.store) // read once: what earlier runs made, and what the flow dropped
+	live, err := ops.LiveInstances(h.store) // read once: what earlier runs made, and what the flow dropped
 	if err != nil {
 		return nil, err
 	}
-	made := madeRecords(live)
+	made := ops.MadeRecords(live)
 	opts := req.options(run, h.store, plan.Scope.Redact)
 	opts.Made, opts.Previous, opts.Finish, opts.Moved = made, previous, finish, false
 	runner := NewRunner(plan, opts)
@@ -147,19 +173,20 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	h.started(req, start, runner)
 	removed := 0
 	if req.KeepRemoved {
-		s.sayKept(h.store, l.Plan, req)
+		ops.SayKept(h.store, l.Plan, req.Out)
 	} else if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
 		var failed *Result
 		var err error
-		if removed, failed, err = s.orphanPass(ctx, h.store, run, live, inFlow, l.Plan.Scope, req); err != nil || failed != nil {
+		orphanOpts := req.options(run, h.store, l.Plan.Scope.Redact)
+		if removed, failed, err = ops.OrphanPass(ctx, h.store, run, live, inFlow, s.reg, l.Plan.Scope, orphanOpts); err != nil || failed != nil {
 			return &Outcome{Run: run, Result: failed, Loaded: l, Walker: runner, Err: err}, nil
 		}
 	}
 	res, runErr := runner.Run(ctx)
 	res.Removed = removed
 	if !whole || runErr != nil { // a targeted run, or the last checkpoint (and the record with it) failed
-		if err := finishRun(h.store, run, res, runErr, l.Plan); err != nil && runErr == nil {
+		if err := ops.FinishRun(h.store, run, res, runErr, l.Plan); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

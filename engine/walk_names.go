@@ -1,12 +1,13 @@
 package engine
 
 import (
+	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/engine/walk"
 )
 
 // The walker is engine/walk: the session hands it a plan and a shape, and the
-// operations in this package (runOp, undoOp) do what a walk does with each instance.
+// operations of engine/ops (runOp, undoOp) do what a walk does with each instance.
 // Its names are the engine's too, so that a caller of the engine imports one package.
 type (
 	// Runner walks a plan once (see walk.Runner).
@@ -19,18 +20,13 @@ type (
 	Checkpointer = walk.Checkpointer
 )
 
-// NewRunner prepares a run of p: a walk of its graph, each instance run (runOp). It
-// writes nothing until Run.
-func NewRunner(p *Plan, opts Options) *Runner {
-	return walk.New(p, runShape(p), opts)
-}
+// NewRunner prepares a run of p (see ops.NewRunner). It writes nothing until Run.
+func NewRunner(p *Plan, opts Options) *Runner { return ops.NewRunner(p, opts) }
 
-// NewDestroyer prepares the destroy of the run of p whose records are created: a
-// walk of p reversed, in which each instance that run started is undone once
-// everything that depends on it has had its turn, latest in plan order first (see
-// undo.go). It writes nothing until Run.
+// NewDestroyer prepares the destroy of the run of p whose records are created (see
+// ops.NewDestroyer). It writes nothing until Run.
 func NewDestroyer(p *Plan, created map[string]*state.Instance, opts Options) *Runner {
-	return walk.New(p, destroyShape(p, created, nil), opts)
+	return ops.NewDestroyer(p, created, opts)
 }
 
 // KillTasks sends SIGKILL to the process group of every command the tasks of this

@@ -8,6 +8,7 @@
 // flow's outputs and selects instances for --target.
 //
 // It does not own parsing and the rules of expressions (engine/config), walking a
-// plan, running or undoing a task, or records (engine), nor the state (engine/state).
+// plan (engine/walk), running or undoing a task, or records (engine/ops), nor the state
+// (engine/state).
 // A Plan is read-only once NewPlan returns and safe for concurrent use.
 package plan

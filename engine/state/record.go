@@ -55,7 +55,7 @@ type Run struct {
 	// Destroys is, for a run of `flow destroy`, the id of the run whose instances it
 	// undoes; 0 for a run of the flow itself.
 	Destroys uint64 `json:"destroys,omitempty"`
-	// Plugins are the plugin executables the run used (engine/plugins.go).
+	// Plugins are the plugin executables the run used (engine/ops/plugins.go).
 	Plugins []Plugin `json:"plugins,omitempty"`
 }
 

@@ -11,7 +11,7 @@
 // which the walker calls and which reaches the walk only through Walk (say a line,
 // update and commit a record, release, retry, fail, ...). The walker has no mode of its
 // own: whether a walk runs a plan or undoes what a run of it made is the shape's
-// (engine builds both, with their operations, and the orphans' walk). Nor does it own
+// (engine/ops builds both, with their operations, and the orphans' walk). Nor does it own
 // planning or evaluation (engine/plan), the state's format (engine/state), which only
 // its Checkpointer writes, or task types (tasks), which only operations call.
 package walk

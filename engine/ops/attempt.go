@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const (
 
 // attemptResult is what a worker reports after one attempt of one instance.
 type attemptResult struct {
-	inst            *Instance
+	inst            *plan.Instance
 	attempt         int
 	kind            outcome
 	err             error
@@ -51,12 +51,12 @@ type attemptResult struct {
 }
 
 // Instance is the instance the attempt was of (walk.Outcome).
-func (r *attemptResult) Instance() *Instance { return r.inst }
+func (r *attemptResult) Instance() *plan.Instance { return r.inst }
 
 // runAttempt evaluates inst against its finished dependencies and, unless its previous
 // success still holds, runs it once. It never panics: a panic in a task becomes the
 // attempt's error.
-func runAttempt(ctx context.Context, w *walk.Walk, inst *Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
+func runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
 	opts := w.Options()
 	res = &attemptResult{inst: inst, attempt: n, began: time.Now()}
 	defer func() {
@@ -115,7 +115,7 @@ func runAttempt(ctx context.Context, w *walk.Walk, inst *Instance, n int, ectx *
 
 // runTask runs inst's evaluated task once; with undoFirst, it first undoes the object
 // that record holds (see undoRecorded).
-func runTask(ctx context.Context, w *walk.Walk, inst *Instance, ev *plan.Evaluated, res *attemptResult, undoFirst *state.Instance) {
+func runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, res *attemptResult, undoFirst *state.Instance) {
 	stdout, stderr := w.Streams(inst.Addr, res.attempt)
 	if res.attempt > 1 {
 		w.Say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.Retry.Attempts)
@@ -159,7 +159,7 @@ func runTask(ctx context.Context, w *walk.Walk, inst *Instance, ev *plan.Evaluat
 // publish converts outputs to their declared types, builds the value dependents see
 // (when an expression reads it), and encodes outputs for the state unless they derive
 // from a secret.
-func publish(p *Plan, inst *Instance, ev *plan.Evaluated, outputs tasks.Outputs, res *attemptResult) error {
+func publish(p *plan.Plan, inst *plan.Instance, ev *plan.Evaluated, outputs tasks.Outputs, res *attemptResult) error {
 	conv := make(map[string]cty.Value, len(inst.Task.Kind.Outputs))
 	redact := false
 	for _, o := range inst.Task.Kind.Outputs {
@@ -205,7 +205,7 @@ func publish(p *Plan, inst *Instance, ev *plan.Evaluated, outputs tasks.Outputs,
 
 // restore decides whether a previous success stands: same fingerprint, outputs kept.
 // Otherwise it says why the instance runs again ("" when it never ran).
-func restore(p *Plan, inst *Instance, ev *plan.Evaluated, prev *state.Instance, fp string, hashes map[string]string) (cty.Value, string, bool) {
+func restore(p *plan.Plan, inst *plan.Instance, ev *plan.Evaluated, prev *state.Instance, fp string, hashes map[string]string) (cty.Value, string, bool) {
 	switch {
 	case prev == nil || prev.Status == state.Pending:
 		return cty.NilVal, "", false

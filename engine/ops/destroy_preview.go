@@ -1,6 +1,9 @@
-package engine
+package ops
 
-import "github.com/flowdev/flow/engine/state"
+import (
+	"github.com/flowdev/flow/engine/plan"
+	"github.com/flowdev/flow/engine/state"
+)
 
 // What a destroy does with an instance, as DestroyPreview says it.
 const (
@@ -12,8 +15,8 @@ const (
 // DestroyPreview is what a destroy would do, as `flow plan --destroy` shows it and
 // `flow destroy` asks about.
 type DestroyPreview struct {
-	Target    *RunRecord // the run whose instances are undone
-	Continues *RunRecord // the unfinished destroy run continued, or nil
+	Target    *state.Run // the run whose instances are undone
+	Continues *state.Run // the unfinished destroy run continued, or nil
 	// Flow and Dir are where the flow is read and the undos execute.
 	Flow, Dir string
 	// Decisions are the instances Target started, in the order a destroy with one
@@ -34,7 +37,7 @@ func (p *DestroyPreview) Destroys() int {
 
 // recordedText says what a destroy of inst will undo: the object its record holds, or
 // that an older flow recorded none.
-func recordedText(inst *Instance, rec *state.Instance) string {
+func recordedText(inst *plan.Instance, rec *state.Instance) string {
 	if rec == nil || rec.Inputs == nil {
 		return " (recorded by an older flow, which kept no record of what it made: undone as the flow says now)"
 	}
@@ -44,10 +47,10 @@ func recordedText(inst *Instance, rec *state.Instance) string {
 	return ""
 }
 
-// previewDestroy decides, for each instance the run with records created started,
+// DestroyDecisions decides, for each instance the run with records created started,
 // what a destroy does with it; done holds the records of an earlier attempt of the
 // destroy. An instance that will be kept only because an undo fails is not foreseen.
-func previewDestroy(p *Plan, created, done map[string]*state.Instance) []Decision {
+func DestroyDecisions(p *plan.Plan, created, done map[string]*state.Instance) []Decision {
 	order := undone(p, created)
 	out := make([]Decision, 0, len(order))
 	for i := len(order) - 1; i >= 0; i-- {

@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/dag"
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/engine/walk"
 	"github.com/flowdev/flow/tasks"
@@ -19,27 +20,27 @@ import (
 // recorded as depending on it, so independent ones are undone at once, up to the
 // parallelism. When one was recorded without its dependencies (by an older flow), the
 // walk goes one at a time, in orphans' order.
-func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) (*Plan, map[string]*orphan) {
-	p := &Plan{Scope: scope, Instances: map[string]*Instance{}, Graph: dag.New[string]()}
-	decoded := make(map[string]*orphan, len(orphans))
+func orphanPlan(orphans []Orphan, reg *tasks.Registry, scope *config.Scope) (*plan.Plan, map[string]*Orphan) {
+	p := &plan.Plan{Scope: scope, Instances: map[string]*plan.Instance{}, Graph: dag.New[string]()}
+	decoded := make(map[string]*Orphan, len(orphans))
 	chained := false
 	for i, o := range orphans {
-		addr := o.rec.Address
-		kind, _ := reg.Lookup(o.rec.Type)
-		task := &config.Task{Type: o.rec.Type, Addr: addr, Kind: kind, RetainOnDestroy: o.rec.Retain}
-		p.Instances[addr] = &Instance{Addr: addr, Task: task, Index: len(orphans) - 1 - i}
+		addr := o.Rec.Address
+		kind, _ := reg.Lookup(o.Rec.Type)
+		task := &config.Task{Type: o.Rec.Type, Addr: addr, Kind: kind, RetainOnDestroy: o.Rec.Retain}
+		p.Instances[addr] = &plan.Instance{Addr: addr, Task: task, Index: len(orphans) - 1 - i}
 		decoded[addr] = &orphans[i]
 		p.Order = append(p.Order, addr)
 		p.Graph.Add(addr)
-		chained = chained || !o.rec.DepsKnown
+		chained = chained || !o.Rec.DepsKnown
 	}
 	for i, o := range orphans {
-		addr := o.rec.Address
+		addr := o.Rec.Address
 		if chained && i+1 < len(orphans) {
-			p.Graph.Connect(addr, orphans[i+1].rec.Address) // the next one waits for this one
+			p.Graph.Connect(addr, orphans[i+1].Rec.Address) // the next one waits for this one
 			continue
 		}
-		for _, dep := range o.rec.Deps {
+		for _, dep := range o.Rec.Deps {
 			if p.Instances[dep] != nil {
 				p.Graph.Connect(addr, dep)
 			}
@@ -53,33 +54,33 @@ func orphanPlan(orphans []orphan, reg *tasks.Registry, scope *config.Scope) (*Pl
 }
 
 // newOrphanDestroyer prepares the walk that undoes orphans (see orphanPlan).
-func newOrphanDestroyer(orphans []orphan, reg *tasks.Registry, scope *config.Scope, opts Options) *Runner {
+func newOrphanDestroyer(orphans []Orphan, reg *tasks.Registry, scope *config.Scope, opts walk.Options) *walk.Runner {
 	p, decoded := orphanPlan(orphans, reg, scope)
 	return walk.New(p, destroyShape(p, orphanRecords(orphans), decoded), opts)
 }
 
 // orphanKeep says why undoing o leaves it as it is, or "" when it is undone.
-func orphanKeep(kind *tasks.Type, o *orphan) string {
+func orphanKeep(kind *tasks.Type, o *Orphan) string {
 	switch {
 	case kind == nil:
-		return fmt.Sprintf("no longer in the flow; left as it is (there is no task type %q)", o.rec.Type)
-	case o.rec.Retain:
+		return fmt.Sprintf("no longer in the flow; left as it is (there is no task type %q)", o.Rec.Type)
+	case o.Rec.Retain:
 		return "no longer in the flow; retained (retain_on_destroy)"
 	case !kind.Destroys():
 		return fmt.Sprintf("no longer in the flow; left as it is (%s)", kind.UndoGist())
-	case kind.UndoAttr != "" && !setsInput(o.rec, kind.UndoAttr):
+	case kind.UndoAttr != "" && !setsInput(o.Rec, kind.UndoAttr):
 		return fmt.Sprintf("no longer in the flow; left as it is (it sets no %s)", kind.UndoAttr)
-	case o.rec.Inputs == nil:
+	case o.Rec.Inputs == nil:
 		return "no longer in the flow; left as it is (its inputs were not recorded: it did not succeed, or an older flow ran it)"
 	}
 	return ""
 }
 
 // orphanRecords is what orphanPlan's destroy undoes: each orphan's record.
-func orphanRecords(orphans []orphan) map[string]*state.Instance {
+func orphanRecords(orphans []Orphan) map[string]*state.Instance {
 	m := make(map[string]*state.Instance, len(orphans))
 	for _, o := range orphans {
-		m[o.rec.Address] = o.rec
+		m[o.Rec.Address] = o.Rec
 	}
 	return m
 }

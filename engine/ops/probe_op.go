@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func probeShape(order []string, op *probeOp) *walk.Shape {
 type probeOp struct {
 	jobs   map[string]probeJob
 	dir    string
-	logger func(addr string) hclog.Logger
+	logger hclog.Logger // nil: none
 
 	mu    sync.Mutex
 	found map[string]string
@@ -64,7 +64,11 @@ func (*probeOp) Settle(*walk.Walk, *plan.Instance) walk.Outcome { return nil }
 
 func (o *probeOp) Perform(ctx context.Context, _ *walk.Walk, inst *plan.Instance, _ int, _ *hcl.EvalContext, _ hcl.Diagnostics) walk.Outcome {
 	j := o.jobs[inst.Addr]
-	return probed{inst, drift(ctx, probeTask(j.inst, j.ev, j.prev), probeEnv(inst.Addr, o.logger(inst.Addr), j.prev, o.dir), j.prev)}
+	logger := hclog.NewNullLogger()
+	if o.logger != nil {
+		logger = o.logger.Named(inst.Addr)
+	}
+	return probed{inst, drift(ctx, probeTask(j.inst, j.ev, j.prev), probeEnv(inst.Addr, logger, j.prev, o.dir), j.prev)}
 }
 
 // Finish keeps what the probe found; nothing waits for it, and nothing is recorded.
@@ -89,7 +93,7 @@ func (noCheckpoints) Commit(uint64, *state.Run, []*state.Instance, map[string][]
 	return nil
 }
 
-// probeWalkOptions are the walk's options: req's parallelism, nothing printed.
-func probeWalkOptions(req Request) walk.Options {
-	return walk.Options{Parallelism: req.Parallelism, Store: noCheckpoints{}, Out: io.Discard}
+// probeWalkOptions are the walk's options: r's parallelism, nothing printed.
+func probeWalkOptions(r Refresh) walk.Options {
+	return walk.Options{Parallelism: r.Parallelism, Store: noCheckpoints{}, Out: io.Discard}
 }

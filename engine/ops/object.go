@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"fmt"
@@ -173,7 +173,7 @@ const survivorGrace = 5 * time.Second
 // makes the new one, as Terraform replaces a resource whose identifying attribute
 // changed; else nil. A type that does not name what its Destroy reads changes its
 // object in place.
-func objectChanged(w *walk.Walk, inst *Instance, ev *plan.Evaluated) *state.Instance {
+func objectChanged(w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated) *state.Instance {
 	made := w.Options().Made[inst.Addr]
 	kind := inst.Task.Kind
 	if made == nil || made.Status != state.Succeeded || !hasObject(made) || len(kind.DestroyReads) == 0 || keepReason(inst) != "" {

@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"fmt"
@@ -10,12 +10,14 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
 )
 
-// newRunRecord returns the record of a new run of l, running in this process, not
-// yet stored: startRun stores it, or state.Options.FirstRun creates a state file with it.
-func newRunRecord(l *Loaded) (*state.Run, error) {
+// NewRunRecord returns the record of a new run of l, running in this process, not
+// yet stored: StartRun stores it, or state.Options.FirstRun creates a state file with it.
+func NewRunRecord(l *plan.Loaded) (*state.Run, error) {
 	abs, err := filepath.Abs(l.Flow.Path)
 	if err != nil {
 		return nil, fmt.Errorf("record the flow's path: %w", err)
@@ -32,12 +34,12 @@ func newRunRecord(l *Loaded) (*state.Run, error) {
 	return run, nil
 }
 
-// startRun creates the record of a new run of l, running in this process. With from
+// StartRun creates the record of a new run of l, running in this process. With from
 // set, the new run starts from from's instance records and logs (copied, so from stays
 // as it was): its successes stand unless their inputs changed, as in a resume. It
 // returns the records the run starts from, by address (nil without from).
-func startRun(store *state.Store, l *Loaded, from *state.Run) (*state.Run, map[string]*state.Instance, error) {
-	run, err := newRunRecord(l)
+func StartRun(store *state.Store, l *plan.Loaded, from *state.Run) (*state.Run, map[string]*state.Instance, error) {
+	run, err := NewRunRecord(l)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,12 +68,12 @@ func startRun(store *state.Store, l *Loaded, from *state.Run) (*state.Run, map[s
 	return run, byAddress(recs), nil
 }
 
-// resumeRun marks run as running again in this process with l's flow and variables,
-// at p (the same place, or where the flow moved). It reports whether the flow's files
+// ResumeRun marks run as running again in this process with l's flow and variables,
+// with flow and dir its place (the same place, or where the flow moved). It reports whether the flow's files
 // changed since the run started.
-func resumeRun(store *state.Store, run *state.Run, l *Loaded, p place) (changed bool, err error) {
+func ResumeRun(store *state.Store, run *state.Run, l *plan.Loaded, flow, dir string) (changed bool, err error) {
 	changed = run.FlowHash != l.Flow.Hash
-	run.Flow, run.Dir = p.flow, p.dir
+	run.Flow, run.Dir = flow, dir
 	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.Flow.Hash, state.Running, os.Getpid(), nil, ""
 	run.Resumes++
 	run.Plugins = pluginRecords(l.Flow)
@@ -81,9 +83,9 @@ func resumeRun(store *state.Store, run *state.Run, l *Loaded, p place) (changed 
 	return changed, store.PutRun(run)
 }
 
-// runInputs returns what continuing run needs: its instance records by address and
+// RunInputs returns what continuing run needs: its instance records by address and
 // its recorded variable values (sensitive ones were never recorded).
-func runInputs(store *state.Store, run *state.Run) (map[string]*state.Instance, map[string]cty.Value, error) {
+func RunInputs(store *state.Store, run *state.Run) (map[string]*state.Instance, map[string]cty.Value, error) {
 	recs, err := store.Instances(run.ID)
 	if err != nil {
 		return nil, nil, err
@@ -95,9 +97,9 @@ func runInputs(store *state.Store, run *state.Run) (map[string]*state.Instance, 
 	return byAddress(recs), vars, nil
 }
 
-// given is the part of vars, run's recorded variables, that was given rather than
+// Given is the part of vars, run's recorded variables, that was given rather than
 // defaulted: what a resume starts from, so the flow's defaults as they are now apply.
-func given(run *state.Run, vars map[string]cty.Value) map[string]cty.Value {
+func Given(run *state.Run, vars map[string]cty.Value) map[string]cty.Value {
 	for _, name := range run.Defaulted {
 		delete(vars, name)
 	}
@@ -127,7 +129,7 @@ func byAddress(recs []*state.Instance) map[string]*state.Instance {
 
 // recordVars stores every variable value of l in run except sensitive ones, which are
 // only named.
-func recordVars(run *state.Run, l *Loaded) error {
+func recordVars(run *state.Run, l *plan.Loaded) error {
 	run.Vars, run.Sensitive, run.Defaulted = map[string]state.Value{}, nil, nil
 	for name, v := range l.Vars {
 		if l.Flow.Variables[name].Sensitive {
@@ -147,13 +149,13 @@ func recordVars(run *state.Run, l *Loaded) error {
 	return nil
 }
 
-// finishRun records how an execution of run ended: its status, error and the flow's
+// FinishRun records how an execution of run ended: its status, error and the flow's
 // outputs. Sensitive outputs are only named. An output the execution could not
 // evaluate (a targeted run that left its task out) keeps its recorded value. full is
 // the whole flow's plan: when a targeted execution succeeded but some instance of full
 // has not, the run is recorded as pending, unfinished, and "flow resume" continues it.
-func finishRun(store *state.Store, run *state.Run, res *Result, runErr error, full *Plan) error {
-	recordResult(run, res)
+func FinishRun(store *state.Store, run *state.Run, res *walk.Result, runErr error, full *plan.Plan) error {
+	RecordResult(run, res)
 	if run.Status == state.Succeeded && len(res.Records) < len(full.Order) {
 		done, err := allSucceeded(store, run.ID, full)
 		if err != nil {
@@ -169,10 +171,10 @@ func finishRun(store *state.Store, run *state.Run, res *Result, runErr error, fu
 	return store.PutRun(run)
 }
 
-// recordResult sets run's status, end time and outputs from res, touching no store:
-// what Options.Finish returns for an execution of the whole flow, so the run record
-// rides with the last checkpoint. Sensitive outputs are only named.
-func recordResult(run *state.Run, res *Result) *state.Run {
+// RecordResult sets run's status, end time and outputs from res, touching no store:
+// what walk.Options.Finish returns for an execution of the whole flow, so the run
+// record rides with the last checkpoint. Sensitive outputs are only named.
+func RecordResult(run *state.Run, res *walk.Result) *state.Run {
 	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
 	stored := map[string]state.Value{}
 	for name, v := range run.Outputs {
@@ -194,7 +196,7 @@ func recordResult(run *state.Run, res *Result) *state.Run {
 	return run
 }
 
-func allSucceeded(store *state.Store, runID uint64, p *Plan) (bool, error) {
+func allSucceeded(store *state.Store, runID uint64, p *plan.Plan) (bool, error) {
 	recs, err := store.Instances(runID)
 	if err != nil {
 		return false, err
@@ -208,10 +210,10 @@ func allSucceeded(store *state.Store, runID uint64, p *Plan) (bool, error) {
 	return true, nil
 }
 
-// startDestroy creates the record of a destroy run that undoes target's instances,
-// with target's variables, at p (target's place, or where its flow moved).
-func startDestroy(store *state.Store, target *state.Run, l *Loaded, p place) (*state.Run, error) {
-	run := &state.Run{Flow: p.flow, Dir: p.dir, FlowHash: l.Flow.Hash, Status: state.Running,
+// StartDestroy creates the record of a destroy run that undoes target's instances,
+// with target's variables, at flow and dir (target's place, or where its flow moved).
+func StartDestroy(store *state.Store, target *state.Run, l *plan.Loaded, flow, dir string) (*state.Run, error) {
+	run := &state.Run{Flow: flow, Dir: dir, FlowHash: l.Flow.Hash, Status: state.Running,
 		StartedAt: time.Now().UTC(), PID: os.Getpid(), Destroys: target.ID}
 	if err := recordVars(run, l); err != nil {
 		return nil, err
@@ -219,9 +221,17 @@ func startDestroy(store *state.Store, target *state.Run, l *Loaded, p place) (*s
 	return run, store.CreateRun(run)
 }
 
-// finishDestroy records how a destroy run ended.
-func finishDestroy(store *state.Store, run *state.Run, res *Result, runErr error) error {
+// DestroyResult sets a destroy run's status and end time from res, touching no store:
+// what walk.Options.Finish returns for a destroy, so the run record rides with the
+// last checkpoint.
+func DestroyResult(run *state.Run, res *walk.Result) *state.Run {
 	run.Status, run.FinishedAt = res.Status, timePtr(time.Now())
+	return run
+}
+
+// FinishDestroy records how a destroy run ended.
+func FinishDestroy(store *state.Store, run *state.Run, res *walk.Result, runErr error) error {
+	DestroyResult(run, res)
 	if runErr != nil {
 		run.Status, run.Error = state.Failed, runErr.Error()
 	}

@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"context"
@@ -8,12 +8,19 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/engine/walk"
 )
 
+// NewRunner prepares a run of p: a walk of its graph, each instance run (runOp). It
+// writes nothing until Run.
+func NewRunner(p *plan.Plan, opts walk.Options) *walk.Runner {
+	return walk.New(p, runShape(p), opts)
+}
+
 // runShape is the walk of a run of p: p's order and edges, each instance run.
-func runShape(p *Plan) *walk.Shape {
+func runShape(p *plan.Plan) *walk.Shape {
 	return &walk.Shape{Order: p.Order, Op: &runOp{}}
 }
 
@@ -27,7 +34,7 @@ var _ walk.Operation = (*runOp)(nil)
 
 // Initial resumes an instance's record from the run being resumed, with what it waits
 // for in this run, so the run's graph can be drawn (flow ui).
-func (*runOp) Initial(inst *Instance, prev *state.Instance) *state.Instance {
+func (*runOp) Initial(inst *plan.Instance, prev *state.Instance) *state.Instance {
 	rec := &state.Instance{Address: inst.Addr, Type: inst.Task.Type, Status: state.Pending}
 	if prev != nil {
 		cp := *prev
@@ -38,15 +45,15 @@ func (*runOp) Initial(inst *Instance, prev *state.Instance) *state.Instance {
 	return rec
 }
 
-func (*runOp) Values(*Plan) map[string]cty.Value { return map[string]cty.Value{} }
+func (*runOp) Values(*plan.Plan) map[string]cty.Value { return map[string]cty.Value{} }
 
-func (*runOp) Settle(*walk.Walk, *Instance) walk.Outcome { return nil }
+func (*runOp) Settle(*walk.Walk, *plan.Instance) walk.Outcome { return nil }
 
-func (*runOp) Context(w *walk.Walk, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+func (*runOp) Context(w *walk.Walk, inst *plan.Instance) (*hcl.EvalContext, hcl.Diagnostics) {
 	return valuesContext(w, inst)
 }
 
-func (*runOp) Perform(ctx context.Context, w *walk.Walk, inst *Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
+func (*runOp) Perform(ctx context.Context, w *walk.Walk, inst *plan.Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
 	return runAttempt(ctx, w, inst, attempt, ectx, diags)
 }
 
@@ -54,7 +61,7 @@ func (*runOp) StopsOnInterrupt() bool { return true }
 
 // Judge: a run failed unless every instance succeeded (or stood), and was interrupted
 // when a signal stopped it; its outputs are what its values let be evaluated.
-func (op *runOp) Judge(w *walk.Walk, res *Result) {
+func (op *runOp) Judge(w *walk.Walk, res *walk.Result) {
 	res.UpToDate = op.upToDate
 	for _, rec := range res.Records {
 		if rec.Status != state.Succeeded {
@@ -70,7 +77,7 @@ func (op *runOp) Judge(w *walk.Walk, res *Result) {
 
 // valuesContext is inst's evaluation context over the values of the instances that
 // ended so far.
-func valuesContext(w *walk.Walk, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+func valuesContext(w *walk.Walk, inst *plan.Instance) (*hcl.EvalContext, hcl.Diagnostics) {
 	values := w.Values()
 	return w.Plan().EvalContext(inst, func(addr string) cty.Value { return values[addr] })
 }

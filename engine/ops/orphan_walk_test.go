@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"testing"
@@ -11,21 +11,21 @@ import (
 // records name, among orphans; one record without them (an older flow) makes the walk
 // a chain in the orphans' order.
 func TestOrphanPlan(t *testing.T) {
-	rec := func(addr string, deps ...string) orphan {
-		return orphan{run: 1, rec: &state.Instance{Address: addr, Type: "exec", Deps: deps, DepsKnown: true}}
+	rec := func(addr string, deps ...string) Orphan {
+		return Orphan{Run: 1, Rec: &state.Instance{Address: addr, Type: "exec", Deps: deps, DepsKnown: true}}
 	}
-	old := orphan{run: 1, rec: &state.Instance{Address: "c", Type: "exec"}}
+	old := Orphan{Run: 1, Rec: &state.Instance{Address: "c", Type: "exec"}}
 	cases := []struct {
 		name    string
-		orphans []orphan
+		orphans []Orphan
 		want    string
 	}{{
 		name:    "recorded dependencies, one outside the orphans",
-		orphans: []orphan{rec("b", "a", "kept"), rec("a"), rec("x")},
+		orphans: []Orphan{rec("b", "a", "kept"), rec("a"), rec("x")},
 		want:    "a\nb\n  a\nx\n",
 	}, {
 		name:    "one recorded without them: a chain, first undone first",
-		orphans: []orphan{rec("b", "a"), rec("a"), old},
+		orphans: []Orphan{rec("b", "a"), rec("a"), old},
 		want:    "a\n  c\nb\n  a\nc\n",
 	}}
 	for _, tc := range cases {

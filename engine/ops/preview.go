@@ -1,9 +1,11 @@
-package engine
+package ops
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/plan"
@@ -30,29 +32,57 @@ type Decision struct {
 // run or skip, using the same fingerprints as the run itself. An instance whose
 // dependencies will run is "run?": it is skipped at run time only if its inputs come
 // out unchanged. An instance replace selects runs whatever its record. It does not
-// refresh (see Session.Preview, which does).
-func Decisions(p *Plan, previous map[string]*state.Instance, replace []string) []Decision {
-	return preview(p, previewSpec{previous: previous, replace: replace})
+// refresh (see Preview, which does).
+func Decisions(p *plan.Plan, previous map[string]*state.Instance, replace []string) []Decision {
+	return preview(p, previewSpec{Spec: Spec{Previous: previous, Replace: replace}})
 }
 
-// previewSpec is what a preview starts from.
+// Spec is what a preview starts from.
+type Spec struct {
+	Previous map[string]*state.Instance
+	Replace  []string
+	From     uint64 // the run Previous belongs to, named in reasons; 0: not named
+	Dir      string // the directory a probe acts in when its record names none; "": the process's
+}
+
+// Refresh is how a preview looks at the objects of the successes it would let stand:
+// at most Parallelism probes at once, each logging to Logger (nil: nowhere) named
+// after its instance.
+type Refresh struct {
+	Parallelism int
+	Logger      hclog.Logger
+}
+
+// Preview is Decisions for a run starting from spec, with reasons that name the run
+// it starts from; with refresh, every success it would let stand is first probed
+// (see refreshAll), and one whose object drifted runs. Its error is the refresh's,
+// ctx's when it ended (Ctrl-C).
+func Preview(ctx context.Context, p *plan.Plan, spec Spec, refresh *Refresh) ([]Decision, error) {
+	ps := previewSpec{Spec: spec}
+	if refresh != nil {
+		var err error
+		if ps.look, err = refreshAll(ctx, p, ps, *refresh); err != nil {
+			return nil, fmt.Errorf("refresh: %w", err)
+		}
+	}
+	return preview(p, ps), nil
+}
+
+// previewSpec is a Spec, with how it refreshes.
 type previewSpec struct {
-	previous map[string]*state.Instance
-	replace  []string
-	from     uint64 // the run previous belongs to, named in reasons; 0: not named
-	dir      string // the directory a probe acts in when its record names none; "": the process's
+	Spec
 	// look refreshes an instance whose success would stand: "" when it still does,
 	// else why it runs again; nil: no refresh.
-	look func(inst *Instance, ev *plan.Evaluated, prev *state.Instance) string
+	look func(inst *plan.Instance, ev *plan.Evaluated, prev *state.Instance) string
 }
 
-func preview(p *Plan, spec previewSpec) []Decision {
+func preview(p *plan.Plan, spec previewSpec) []Decision {
 	values := map[string]cty.Value{}
 	out := make([]Decision, 0, len(p.Order))
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
 		d := Decision{Addr: addr, Action: ActionRun}
-		prev := spec.previous[addr]
+		prev := spec.Previous[addr]
 		var waitsOn string
 		for _, dep := range inst.Deps {
 			if _, ok := values[dep]; !ok {
@@ -61,7 +91,7 @@ func preview(p *Plan, spec previewSpec) []Decision {
 			}
 		}
 		switch {
-		case plan.AnySelects(spec.replace, addr):
+		case plan.AnySelects(spec.Replace, addr):
 			d.Reason = replaceReason(inst, prev)
 		case prev == nil || prev.Status == state.Pending:
 			d.Reason = "not run before"
@@ -79,7 +109,7 @@ func preview(p *Plan, spec previewSpec) []Decision {
 	return out
 }
 
-func previewRestore(p *Plan, inst *Instance, prev *state.Instance, values map[string]cty.Value, spec previewSpec) (Action, string) {
+func previewRestore(p *plan.Plan, inst *plan.Instance, prev *state.Instance, values map[string]cty.Value, spec previewSpec) (Action, string) {
 	ctx, diags := p.EvalContext(inst, func(addr string) cty.Value { return values[addr] })
 	ev, d := p.Evaluate(inst, ctx, spec.look != nil)
 	diags = append(diags, d...)
@@ -97,15 +127,15 @@ func previewRestore(p *Plan, inst *Instance, prev *state.Instance, values map[st
 		}
 	}
 	values[inst.Addr] = value
-	if spec.from != 0 {
-		why = fmt.Sprintf("up to date: succeeded in run %d with the same inputs", spec.from)
+	if spec.From != 0 {
+		why = fmt.Sprintf("up to date: succeeded in run %d with the same inputs", spec.From)
 	}
 	return ActionSkip, why
 }
 
-// againReasons words, for a new run after last, why each instance runs: a new run
+// AgainReasons words, for a new run after last, why each instance runs: a new run
 // runs every instance, whatever last did with it, and each says what that was.
-func againReasons(ds []Decision, last *state.Run, recs map[string]*state.Instance) {
+func AgainReasons(ds []Decision, last *state.Run, recs map[string]*state.Instance) {
 	for i := range ds {
 		if ds[i].Action != ActionRun || strings.HasPrefix(ds[i].Reason, "replaced") {
 			continue

@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"context"
@@ -25,9 +25,17 @@ import (
 // its inputs as the undone run evaluated them (the plan's variables and its
 // dependencies' recorded outputs) and its type's Destroy is called.
 
+// NewDestroyer prepares the destroy of the run of p whose records are created: a
+// walk of p reversed, in which each instance that run started is undone once
+// everything that depends on it has had its turn, latest in plan order first. It
+// writes nothing until Run.
+func NewDestroyer(p *plan.Plan, created map[string]*state.Instance, opts walk.Options) *walk.Runner {
+	return walk.New(p, destroyShape(p, created, nil), opts)
+}
+
 // destroyShape is the reversed walk of p that undoes what created records; orphans,
 // when set, are p's instances decoded from their records alone (see orphanPlan).
-func destroyShape(p *Plan, created map[string]*state.Instance, orphans map[string]*orphan) *walk.Shape {
+func destroyShape(p *plan.Plan, created map[string]*state.Instance, orphans map[string]*Orphan) *walk.Shape {
 	order := undone(p, created)
 	waits, frees := reverseEdges(p, order)
 	return &walk.Shape{Order: order, Waits: waits, Frees: frees, LatestFirst: true,
@@ -38,14 +46,14 @@ func destroyShape(p *Plan, created map[string]*state.Instance, orphans map[strin
 // but for Perform's reads of created.
 type undoOp struct {
 	created map[string]*state.Instance // the undone run's records
-	orphans map[string]*orphan         // instances no longer in the flow, decoded from their records alone; nil in a destroy
+	orphans map[string]*Orphan         // instances no longer in the flow, decoded from their records alone; nil in a destroy
 	blocked map[string]bool            // the instances not destroyed: what they depend on stays
 }
 
 var _ walk.Operation = (*undoOp)(nil)
 
 // Initial takes over an earlier attempt's record only where it undid the instance.
-func (u *undoOp) Initial(inst *Instance, prev *state.Instance) *state.Instance {
+func (u *undoOp) Initial(inst *plan.Instance, prev *state.Instance) *state.Instance {
 	rec := &state.Instance{Address: inst.Addr, Type: inst.Task.Type, Status: state.Pending}
 	if prev != nil && prev.Status == state.Succeeded {
 		cp := *prev
@@ -58,7 +66,7 @@ func (u *undoOp) Initial(inst *Instance, prev *state.Instance) *state.Instance {
 	return rec
 }
 
-func (u *undoOp) Values(p *Plan) map[string]cty.Value {
+func (u *undoOp) Values(p *plan.Plan) map[string]cty.Value {
 	if u.orphans != nil {
 		return map[string]cty.Value{}
 	}
@@ -66,14 +74,14 @@ func (u *undoOp) Values(p *Plan) map[string]cty.Value {
 }
 
 // Context: an orphan is decoded from its record alone, with no expression to evaluate.
-func (u *undoOp) Context(w *walk.Walk, inst *Instance) (*hcl.EvalContext, hcl.Diagnostics) {
+func (u *undoOp) Context(w *walk.Walk, inst *plan.Instance) (*hcl.EvalContext, hcl.Diagnostics) {
 	if u.orphans[inst.Addr] != nil {
 		return nil, nil
 	}
 	return valuesContext(w, inst)
 }
 
-func (u *undoOp) Perform(ctx context.Context, w *walk.Walk, inst *Instance, _ int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
+func (u *undoOp) Perform(ctx context.Context, w *walk.Walk, inst *plan.Instance, _ int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
 	return undo(ctx, w, inst, ectx, diags, u.created[inst.Addr], u.orphans[inst.Addr] != nil)
 }
 
@@ -83,7 +91,7 @@ func (u *undoOp) StopsOnInterrupt() bool { return false }
 
 // Judge: a destroy failed if an undo failed, and was interrupted if one was; leaving
 // an instance as it is fails nothing. It has no outputs.
-func (u *undoOp) Judge(_ *walk.Walk, res *Result) {
+func (u *undoOp) Judge(_ *walk.Walk, res *walk.Result) {
 	for _, rec := range res.Records {
 		switch {
 		case rec.Status == state.Failed:
@@ -95,19 +103,19 @@ func (u *undoOp) Judge(_ *walk.Walk, res *Result) {
 }
 
 // undone lists, in plan order, the instances the run whose records are created started.
-func undone(p *Plan, created map[string]*state.Instance) []string {
+func undone(p *plan.Plan, created map[string]*state.Instance) []string {
 	var order []string
 	for _, addr := range p.Order {
-		if ran(created[addr]) {
+		if Ran(created[addr]) {
 			order = append(order, addr)
 		}
 	}
 	return order
 }
 
-// ran reports whether an instance record shows that its task ran at some point of the
+// Ran reports whether an instance record shows that its task ran at some point of the
 // run: an instance skipped or pending after a resume may have run in an earlier attempt.
-func ran(r *state.Instance) bool {
+func Ran(r *state.Instance) bool {
 	return r != nil && (r.Attempts > 0 || r.Status == state.Succeeded)
 }
 
@@ -115,7 +123,7 @@ func ran(r *state.Instance) bool {
 // on it (waits), and for each, the instances of order that it depends on (frees).
 // Instances outside order (they never ran) are looked through, so an instance still
 // waits for a dependent reached only through them.
-func reverseEdges(p *Plan, order []string) (waits map[string]int, frees map[string][]string) {
+func reverseEdges(p *plan.Plan, order []string) (waits map[string]int, frees map[string][]string) {
 	walked := make(map[string]bool, len(order))
 	for _, addr := range order {
 		walked[addr] = true
@@ -148,7 +156,7 @@ func reverseEdges(p *Plan, order []string) (waits map[string]int, frees map[stri
 // inputs as evaluated now from the recorded values, and its recorded outputs. An
 // instance whose outputs were not stored reads as unknown, so whatever depends on it
 // cannot be decoded and is reported so.
-func recordedValues(p *Plan, created map[string]*state.Instance) map[string]cty.Value {
+func recordedValues(p *plan.Plan, created map[string]*state.Instance) map[string]cty.Value {
 	values := map[string]cty.Value{}
 	for _, addr := range p.Order {
 		inst := p.Instances[addr]
@@ -166,7 +174,7 @@ func recordedValues(p *Plan, created map[string]*state.Instance) map[string]cty.
 
 // Settle decides, without a worker, what a destroy does with inst when it need not or
 // cannot undo it; nil when inst is to be undone.
-func (u *undoOp) Settle(w *walk.Walk, inst *Instance) walk.Outcome {
+func (u *undoOp) Settle(w *walk.Walk, inst *plan.Instance) walk.Outcome {
 	addr := inst.Addr
 	now := time.Now()
 	res := &attemptResult{inst: inst, attempt: 1, began: now, finished: now, kind: outcomeKept}
@@ -191,7 +199,7 @@ func (u *undoOp) Settle(w *walk.Walk, inst *Instance) walk.Outcome {
 // keepReason says why a destroy leaves inst as it is whatever else happens: it is
 // retained, its type cannot be undone, or it does not set its type's undo attribute;
 // "" when it is to be undone.
-func keepReason(inst *Instance) string {
+func keepReason(inst *plan.Instance) string {
 	kind := inst.Task.Kind
 	switch {
 	case inst.Task.RetainOnDestroy:
@@ -206,20 +214,20 @@ func keepReason(inst *Instance) string {
 }
 
 // undoReason says how a destroy undoes inst.
-func undoReason(inst *Instance) string {
+func undoReason(inst *plan.Instance) string {
 	if attr := inst.Task.Kind.UndoAttr; attr != "" {
 		return "runs its " + attr
 	}
 	return fmt.Sprintf("undone by its type (see \"flow tasks %s\")", inst.Task.Type)
 }
 
-func setsAttr(inst *Instance, name string) bool {
+func setsAttr(inst *plan.Instance, name string) bool {
 	_, set := inst.Task.Attributes[name]
 	return set
 }
 
 // blocker is a dependent of addr that was not destroyed, or "".
-func (u *undoOp) blocker(p *Plan, addr string) string {
+func (u *undoOp) blocker(p *plan.Plan, addr string) string {
 	for _, dep := range p.Dependents(addr) {
 		if u.blocked[dep] {
 			return dep
@@ -229,7 +237,7 @@ func (u *undoOp) blocker(p *Plan, addr string) string {
 }
 
 // undo decodes inst and calls its Destroy; a panic becomes its error.
-func undo(ctx context.Context, w *walk.Walk, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (res *attemptResult) {
+func undo(ctx context.Context, w *walk.Walk, inst *plan.Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (res *attemptResult) {
 	res = &attemptResult{inst: inst, attempt: 1, began: time.Now()}
 	rec := w.Update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
@@ -276,7 +284,7 @@ func undo(ctx context.Context, w *walk.Walk, inst *Instance, ectx *hcl.EvalConte
 // holds (see object.go), with only a withheld secret taken from the flow. A record an
 // older flow wrote holds no object: then the task is evaluated from the flow with what
 // the undone run recorded, and the walk says so.
-func destroyTask(w *walk.Walk, inst *Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (tasks.Task, error) {
+func destroyTask(w *walk.Walk, inst *plan.Instance, ectx *hcl.EvalContext, ediags hcl.Diagnostics, created *state.Instance, orphaned bool) (tasks.Task, error) {
 	if orphaned {
 		w.Say("%s: no longer in the flow; destroying", inst.Addr)
 		return recordedTask(inst.Task.Kind, created, nil)
@@ -344,7 +352,7 @@ func (u *undoOp) Finish(w *walk.Walk, o walk.Outcome) {
 			rec.Status, rec.FinishedAt = state.Succeeded, timePtr(res.finished)
 			line = fmt.Sprintf("%s: destroyed in %s", addr, elapsed)
 			if o := u.orphans[addr]; o != nil {
-				rec.Reason = fmt.Sprintf("no longer in the flow; undone (run %d created it)", o.run)
+				rec.Reason = fmt.Sprintf("no longer in the flow; undone (run %d created it)", o.Run)
 			}
 		case outcomeInterrupted:
 			rec.Status, rec.Error = state.Interrupted, "interrupted"
@@ -386,7 +394,7 @@ func decodeOutputs(rec *state.Instance) tasks.Outputs {
 // attributes known: the rest (a secret, never stored, reads as unknown) are decoded as
 // zero values and the task is not validated, since Destroy does not read them. Any
 // other type needs every input, and a valid task, as Run does.
-func evaluateForDestroy(p *Plan, inst *Instance, ectx *hcl.EvalContext) (*plan.Evaluated, bool, error) {
+func evaluateForDestroy(p *plan.Plan, inst *plan.Instance, ectx *hcl.EvalContext) (*plan.Evaluated, bool, error) {
 	reads := inst.Task.Kind.DestroyReads
 	ev, diags := p.Evaluate(inst, ectx, len(reads) == 0)
 	if diags.HasErrors() {

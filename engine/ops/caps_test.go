@@ -1,10 +1,11 @@
-package engine
+package ops
 
 import (
 	"context"
 	"testing"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/tasks"
 )
 
@@ -40,7 +41,7 @@ func TestCapsAskNoTask(t *testing.T) {
 			reg := tasks.NewRegistry()
 			reg.MustRegister(tasks.Type{Name: "t", Refresh: tt.refresh, New: func() tasks.Task { news++; return tt.task }})
 			kind, _ := reg.Lookup("t")
-			inst := &Instance{Addr: "t.a", Task: &config.Task{Kind: kind}}
+			inst := &plan.Instance{Addr: "t.a", Task: &config.Task{Kind: kind}}
 			for range 3 {
 				if got := keepsObject(kind); got != tt.keeps {
 					t.Errorf("keepsObject = %v, want %v", got, tt.keeps)

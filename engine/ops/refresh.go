@@ -1,9 +1,10 @@
-package engine
+package ops
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -18,12 +19,12 @@ import (
 // Refresh, as Terraform's: before a resume, a targeted run or a plan lets a recorded
 // success stand, the instance's type looks at its object, when it can (its type
 // Probes: a built-in tasks.Prober, or a plugin type that probes or checks). What
-// drifted runs again, and the run and the plan say why. Options.NoRefresh
+// drifted runs again, and the run and the plan say why. walk.Options.NoRefresh
 // (--refresh=false) trusts the records as they are.
 
 // canProbe reports whether inst's type can look at its object: what its type's
 // registration found, so no task is built to ask.
-func canProbe(inst *Instance) bool {
+func canProbe(inst *plan.Instance) bool {
 	return inst.Task.Kind.Probes()
 }
 
@@ -52,7 +53,7 @@ func drift(ctx context.Context, task tasks.Task, env *tasks.Env, prev *state.Ins
 
 // refresh is drift for inst's evaluated task, unless the run (with opts) trusts its
 // records.
-func refresh(ctx context.Context, opts *Options, inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
+func refresh(ctx context.Context, opts *walk.Options, inst *plan.Instance, ev *plan.Evaluated, prev *state.Instance) string {
 	if opts.NoRefresh || !canProbe(inst) {
 		return ""
 	}
@@ -61,7 +62,7 @@ func refresh(ctx context.Context, opts *Options, inst *Instance, ev *plan.Evalua
 
 // probeTask is the task whose object a probe looks at: decoded from prev's record
 // when it holds one (see object.go), else as evaluated now.
-func probeTask(inst *Instance, ev *plan.Evaluated, prev *state.Instance) tasks.Task {
+func probeTask(inst *plan.Instance, ev *plan.Evaluated, prev *state.Instance) tasks.Task {
 	if prev != nil && prev.Inputs != nil {
 		if task, err := recordedTask(inst.Task.Kind, prev, ev.Inputs); err == nil {
 			return task
@@ -81,23 +82,38 @@ func probeEnv(addr string, logger hclog.Logger, prev *state.Instance, dir string
 	return env
 }
 
+// workDir is dir, the directory a run's tasks act in, or the process's working
+// directory for "" (a record that kept none). The engine never changes the process's
+// directory: tasks get theirs as data (tasks.Env.Dir).
+func workDir(dir string) string {
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	return dir
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 // probeJob is one instance a preview would trust, to be probed.
 type probeJob struct {
-	inst *Instance
+	inst *plan.Instance
 	ev   *plan.Evaluated
 	prev *state.Instance
 }
 
 // refreshAll probes every instance whose success a preview of spec would let stand,
-// in a walk of their own by the one walker (see probe_op.go): at most req.Parallelism
+// in a walk of their own by the one walker (see probe_op.go): at most r.Parallelism
 // at once, as a run's tasks, and none started once ctx ends (Ctrl-C), when the error
 // is ctx's. It returns a look that answers from what they found. A first pass finds
 // them: probing does not change what an instance's dependents read, so the instances
 // a drifted one's dependents are (run?) were all found by it.
-func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (func(*Instance, *plan.Evaluated, *state.Instance) string, error) {
+func refreshAll(ctx context.Context, p *plan.Plan, spec previewSpec, r Refresh) (func(*plan.Instance, *plan.Evaluated, *state.Instance) string, error) {
 	jobs := map[string]probeJob{}
 	var order []string
-	spec.look = func(inst *Instance, ev *plan.Evaluated, prev *state.Instance) string {
+	spec.look = func(inst *plan.Instance, ev *plan.Evaluated, prev *state.Instance) string {
 		if _, seen := jobs[inst.Addr]; !seen && canProbe(inst) {
 			jobs[inst.Addr] = probeJob{inst, ev, prev}
 			order = append(order, inst.Addr)
@@ -105,45 +121,29 @@ func refreshAll(ctx context.Context, p *Plan, spec previewSpec, req Request) (fu
 		return ""
 	}
 	preview(p, spec)
-	op := &probeOp{jobs: jobs, dir: spec.dir, logger: req.namedLogger, found: map[string]string{}}
-	if _, err := walk.New(p, probeShape(order, op), probeWalkOptions(req)).Run(ctx); err != nil {
+	op := &probeOp{jobs: jobs, dir: spec.Dir, logger: r.Logger, found: map[string]string{}}
+	if _, err := walk.New(p, probeShape(order, op), probeWalkOptions(r)).Run(ctx); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return func(inst *Instance, _ *plan.Evaluated, _ *state.Instance) string { return op.found[inst.Addr] }, nil
+	return func(inst *plan.Instance, _ *plan.Evaluated, _ *state.Instance) string { return op.found[inst.Addr] }, nil
 }
 
-// drifted refreshes every instance run (which succeeded) recorded and returns those
-// whose object changed since, or that refresh could not look at: what a resume, which
-// has nothing to do, tells the user a new run would repair. nil when the flow cannot
-// be read or refresh is off.
-func (s *Session) drifted(ctx context.Context, store *state.Store, run *state.Run, req Request) []Decision {
-	if req.NoRefresh {
-		return nil
-	}
-	p, err := placeOf(run, req.Flow)
+// Drifted refreshes every instance spec.Previous (a run that succeeded) recorded and
+// returns those whose object changed since, or that refresh could not look at: what a
+// resume, which has nothing to do, tells the user a new run would repair.
+func Drifted(ctx context.Context, p *plan.Plan, spec Spec, refresh Refresh) ([]Decision, error) {
+	ds, err := Preview(ctx, p, spec, &refresh)
 	if err != nil {
-		return nil
-	}
-	recs, base, err := runInputs(store, run)
-	if err != nil {
-		return nil
-	}
-	l, err := s.load(&req, p.flow, p.dir, given(run, base), false)
-	if err != nil {
-		return nil
-	}
-	spec := previewSpec{previous: recs, from: run.ID, dir: p.dir}
-	if spec.look, err = refreshAll(ctx, l.Plan, spec, req); err != nil {
-		return nil
+		return nil, err
 	}
 	var out []Decision
-	for _, d := range preview(l.Plan, spec) {
+	for _, d := range ds {
 		if d.Action == ActionRun && (strings.HasPrefix(d.Reason, "drifted") || strings.HasPrefix(d.Reason, "refresh could not")) {
 			out = append(out, d)
 		}
 	}
-	return out
+	return out, nil
 }

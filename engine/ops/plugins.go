@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"fmt"
@@ -9,16 +9,17 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/flowdev/flow/engine/config"
+	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
 )
 
 // pluginRecords are the plugins flow loaded, as a run records them.
 func pluginRecords(f *config.Flow) []state.Plugin { return slices.Clone(f.Plugins) }
 
-// pluginChanges compares the plugins run recorded with those l loaded: a plugin whose
+// PluginChanges compares the plugins run recorded with those l loaded: a plugin whose
 // executable moved or whose sha256 changed is a warning naming the instances that
 // will run with the new executable (those of its types that have not succeeded).
-func pluginChanges(run *state.Run, l *Loaded, previous map[string]*state.Instance) hcl.Diagnostics {
+func PluginChanges(run *state.Run, l *plan.Loaded, previous map[string]*state.Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	before := map[string]state.Plugin{}
 	for _, p := range run.Plugins {
@@ -56,11 +57,4 @@ func short(sum string) string {
 		return sum[:12]
 	}
 	return sum
-}
-
-// warnPluginChanges tells req.Warn what pluginChanges found.
-func warnPluginChanges(req *Request, run *state.Run, l *Loaded, previous map[string]*state.Instance) {
-	if diags := pluginChanges(run, l, previous); len(diags) > 0 && req.Warn != nil {
-		req.Warn(l.Flow, diags)
-	}
 }

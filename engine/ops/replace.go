@@ -1,4 +1,4 @@
-package engine
+package ops
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 // cannot be undone (or that is retained) just runs again.
 
 // undoesOnReplace reports whether a replace of inst undoes it before running it.
-func undoesOnReplace(inst *Instance, prev *state.Instance) bool {
-	return ran(prev) && keepReason(inst) == ""
+func undoesOnReplace(inst *plan.Instance, prev *state.Instance) bool {
+	return Ran(prev) && keepReason(inst) == ""
 }
 
 // replaced is the record of what a replace of addr undoes: the one the run builds on,
 // else what an earlier run made (a new run, which builds on none).
-func replaced(opts *Options, addr string) *state.Instance {
+func replaced(opts *walk.Options, addr string) *state.Instance {
 	if prev := opts.Previous[addr]; prev != nil {
 		return prev
 	}
@@ -30,7 +30,7 @@ func replaced(opts *Options, addr string) *state.Instance {
 }
 
 // replaceReason says what a run does with inst when --replace selects it.
-func replaceReason(inst *Instance, prev *state.Instance) string {
+func replaceReason(inst *plan.Instance, prev *state.Instance) string {
 	if undoesOnReplace(inst, prev) {
 		return "replaced (--replace): undone, then run again"
 	}
@@ -40,7 +40,7 @@ func replaceReason(inst *Instance, prev *state.Instance) string {
 // undoRecorded undoes what an earlier run of inst made, as its record prev holds it
 // (see object.go; a record of an older flow: with its inputs as evaluated now), in the
 // directory it was made in, before the attempt runs it again.
-func undoRecorded(ctx context.Context, w *walk.Walk, inst *Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
+func undoRecorded(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
 	task := ev.Task
 	if prev.Inputs != nil {
 		t, err := recordedTask(inst.Task.Kind, prev, ev.Inputs)
