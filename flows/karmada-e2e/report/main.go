@@ -40,8 +40,10 @@ type spec struct {
 	Failure                 struct{ Message string }
 }
 
-func (s spec) file() string     { return path.Base(s.LeafNodeLocation.FileName) }
-func (s spec) fullText() string { return strings.Join(append(s.ContainerHierarchyTexts, s.LeafNodeText), " ") }
+func (s spec) file() string { return path.Base(s.LeafNodeLocation.FileName) }
+func (s spec) fullText() string {
+	return strings.Join(append(s.ContainerHierarchyTexts, s.LeafNodeText), " ")
+}
 
 // leaveOut is one line of leave-out.txt: every spec of file, or those whose full
 // text matches re.
