@@ -65,13 +65,19 @@ run() {
   ci) while read -r file; do args+=("--ginkgo.focus-file=$file"); done < <(lines "$specs/ci.txt") ;;
   *) fail "no spec set $set (full, ci)" ;;
   esac
-  # leave-out.txt: FILE[:REGEX] | reason. A whole file, or the specs of FILE whose full
-  # text matches REGEX.
+  # leave-out.txt: FILE[:REGEX] | reason, or label:LABEL | reason. A whole file, the
+  # specs of FILE whose full text matches REGEX, or the specs with LABEL.
+  local labels=""
   while IFS='|' read -r line rest; do
     line=$(sed -e "s/^[[:space:]]*//" -e "s/[[:space:]]*$//" <<<"$line")
     file=${line%%:*}
-    if [ "$file" = "$line" ]; then args+=("--ginkgo.skip-file=$file"); else args+=("--ginkgo.skip=${line#*:}"); fi
+    case $line in
+    label:*) labels+="${labels:+ && }!${line#label:}" ;;
+    *:*) args+=("--ginkgo.skip=${line#*:}") ;;
+    *) args+=("--ginkgo.skip-file=$file") ;;
+    esac
   done < <(lines "$specs/leave-out.txt")
+  [ -z "$labels" ] || args+=("--ginkgo.label-filter=$labels")
   report=${REPORT:-$root/.lab/karmada-e2e/$set.json}
   mkdir -p "$(dirname "$report")"
   # The suite runs karmadactl from $(go env GOPATH)/bin: a GOPATH of its own holds the

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -31,13 +32,15 @@ func main() {
 
 // spec is what the report needs of one of ginkgo's SpecReports.
 type spec struct {
-	ContainerHierarchyTexts []string
-	LeafNodeText            string
-	LeafNodeType            string
-	LeafNodeLocation        struct{ FileName string }
-	State                   string
-	RunTime                 time.Duration
-	Failure                 struct{ Message string }
+	ContainerHierarchyTexts  []string
+	ContainerHierarchyLabels [][]string
+	LeafNodeLabels           []string
+	LeafNodeText             string
+	LeafNodeType             string
+	LeafNodeLocation         struct{ FileName string }
+	State                    string
+	RunTime                  time.Duration
+	Failure                  struct{ Message string }
 }
 
 func (s spec) file() string { return path.Base(s.LeafNodeLocation.FileName) }
@@ -45,15 +48,37 @@ func (s spec) fullText() string {
 	return strings.Join(append(s.ContainerHierarchyTexts, s.LeafNodeText), " ")
 }
 
-// leaveOut is one line of leave-out.txt: every spec of file, or those whose full
-// text matches re.
+// labels are the spec's ginkgo labels and its containers'.
+func (s spec) labels() []string {
+	out := slices.Clone(s.LeafNodeLabels)
+	for _, l := range s.ContainerHierarchyLabels {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// leaveOut is one line of leave-out.txt: every spec of file, those whose full text
+// matches re, or those with label.
 type leaveOut struct {
-	file, reason string
-	re           *regexp.Regexp
+	file, label, reason string
+	re                  *regexp.Regexp
 }
 
 func (l leaveOut) matches(s spec) bool {
+	if l.label != "" {
+		return slices.Contains(s.labels(), l.label)
+	}
 	return s.file() == l.file && (l.re == nil || l.re.MatchString(s.fullText()))
+}
+
+func (l leaveOut) String() string {
+	switch {
+	case l.label != "":
+		return "label " + l.label
+	case l.re != nil:
+		return l.file + ": " + l.re.String()
+	}
+	return l.file
 }
 
 // errFailed is run's error when a spec failed.
@@ -104,7 +129,8 @@ func readReport(name string) ([]spec, error) {
 	return specs, nil
 }
 
-// readLeaveOut parses leave-out.txt: "FILE[:REGEX] | reason" per line, # comments.
+// readLeaveOut parses leave-out.txt: "FILE[:REGEX] | reason" or "label:LABEL |
+// reason" per line, # comments.
 func readLeaveOut(name string) ([]leaveOut, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -124,7 +150,9 @@ func readLeaveOut(name string) ([]leaveOut, error) {
 		}
 		file, re, hasRE := strings.Cut(strings.TrimSpace(what), ":")
 		l := leaveOut{file: file, reason: strings.TrimSpace(reason)}
-		if hasRE {
+		if file == "label" {
+			l.file, l.label = "", re
+		} else if hasRE {
 			if l.re, err = regexp.Compile(re); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 			}
@@ -190,11 +218,7 @@ func write(out io.Writer, specs []spec, left []leaveOut) int {
 	if len(left) > 0 {
 		fmt.Fprintln(out, "\nLeft out:")
 		for i, l := range left {
-			what := l.file
-			if l.re != nil {
-				what += ": " + l.re.String()
-			}
-			fmt.Fprintf(out, "  %s (%d specs): %s\n", what, leftBy[i], l.reason)
+			fmt.Fprintf(out, "  %s (%d specs): %s\n", l, leftBy[i], l.reason)
 		}
 	}
 	return sum.failed
