@@ -146,15 +146,24 @@ func hclGroups(groups map[string][]string) string {
 
 func digestAt(t *testing.T, host, path string) string {
 	t.Helper()
-	ref, err := name.ParseReference(host + "/" + path)
+	d, err := headDigest(host, path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// headDigest is the digest the registry at host answers a HEAD of path with.
+func headDigest(host, path string) (string, error) {
+	ref, err := name.ParseReference(host + "/" + path)
+	if err != nil {
+		return "", err
+	}
 	desc, err := remote.Head(ref)
 	if err != nil {
-		t.Fatalf("head %s: %v", ref, err)
+		return "", fmt.Errorf("head %s: %w", ref, err)
 	}
-	return desc.Digest.String()
+	return desc.Digest.String(), nil
 }
 
 // TestMirrorKillAndResume SIGKILLs a flow mirroring 30 images once a third of
