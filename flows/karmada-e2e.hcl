@@ -38,6 +38,7 @@ locals {
     "library/nginx:1.19.1"   = "nginx:${var.image_nginx_tag}"
     "library/nginx:latest"   = "nginx:${var.image_nginx_tag}"
     "library/busybox:1.36.0" = "alpine:3.21.0"
+    "library/busybox:latest" = "alpine:3.21.0"
     "library/alpine:3.19.1"  = "alpine:3.21.0"
   }
   root = "${path.flow}/.."

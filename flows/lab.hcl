@@ -277,9 +277,11 @@ module "member" {
 # --- Karmada: the phase flows/k8s-lab runs on our own member image ---------------------------
 
 # Karmada's controllers run as pods in the host MicroK8s: a push member's kubeconfig server,
-# 127.0.0.1:PORT, would be their own loopback, so each Cluster's apiEndpoint is the member
-# container's lxdbr0 address, which pods reach (through the host) and MicroK8s's certificate
-# holds. karmada-agent in a pull member reaches the host's address, which init publishes.
+# 127.0.0.1:PORT, would be their own loopback, so each Cluster's apiEndpoint, push or pull,
+# is the member container's lxdbr0 address, which pods reach (through the host), this
+# server reaches too, and MicroK8s's certificate holds: Karmada's cluster proxy answers for
+# every member. karmada-agent in a pull member reaches the host's address, which init
+# publishes.
 # MicroK8s's convention, as in flows/k8s-lab: localhost:32000 inside every member is the
 # host's registry, so the pull member's karmada-agent (its image is
 # ${var.registry}/karmada-agent) and the demos' images are pulled from where image_mirror put
@@ -307,7 +309,7 @@ module "karmada" {
   push_members       = local.push_members
   pull_members       = var.pull_members
   kubeconfigs        = { for m in keys(var.members) : m => module.member[m].kubeconfig }
-  api_endpoints      = { for m in local.push_members : m => "https://${module.member[m].address}:${local.member_api_port}" }
+  api_endpoints      = { for m in keys(var.members) : m => "https://${module.member[m].address}:${local.member_api_port}" }
   nginx_clusters     = sort(keys(var.members))
   depends_on         = [exec.karmadactl, image_mirror.karmada, module.member, proxy_device.member_registry]
 }

@@ -26,6 +26,37 @@ const (
 	agentServerAnnotation = "flow.dev/karmada-kubeconfig-server"
 )
 
+// ensureAgent makes karmada-agent as agent_api_endpoint and cluster_api_endpoint
+// say, each unless unset.
+func (r *Registration) ensureAgent(ctx context.Context, env *tasks.Env) error {
+	if err := r.ensureAgentServer(ctx, env); err != nil {
+		return err
+	}
+	return r.ensureClusterEndpoint(ctx, env)
+}
+
+// ensureClusterEndpoint sets karmada-agent's --cluster-api-endpoint to
+// cluster_api_endpoint unless it is unset or so already; the agent, restarted by
+// the change, writes it into its Cluster's spec.apiEndpoint.
+func (r *Registration) ensureClusterEndpoint(ctx context.Context, env *tasks.Env) error {
+	if r.ClusterAPIEndpoint == "" {
+		return nil
+	}
+	client, host, err := r.memberClient()
+	if err != nil {
+		return fmt.Errorf("karmada-agent cluster endpoint: %w", err)
+	}
+	deployments := client.Resource(deploymentResource).Namespace(r.namespace())
+	gen, done, err := patchTune(ctx, env, deployments, agentDeployment, tune{args: []string{"--cluster-api-endpoint=" + r.ClusterAPIEndpoint}})
+	if err != nil {
+		return fmt.Errorf("karmada-agent cluster endpoint: member cluster %s: %w", host, err)
+	}
+	if gen != 0 {
+		fmt.Fprintf(env.Stdout, "karmada-agent: %s\n", done)
+	}
+	return nil
+}
+
 // ensureAgentServer points karmada-agent at https://agent_api_endpoint, unless
 // agent_api_endpoint is unset: it sets every cluster's server in the agent's
 // kubeconfig Secret and, when that changed or the agent's pod template does not

@@ -48,8 +48,9 @@ type Registration struct {
 	ClusterRegion    string   `hcl:"cluster_region,optional" doc:"Region of the member, for scheduling (--cluster-region)."`
 	ClusterZones     []string `hcl:"cluster_zones,optional" doc:"Zones of the member, for scheduling (--cluster-zones, joined with commas)."`
 
-	AgentAPIEndpoint  string `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
-	KarmadaKubeconfig string `hcl:"karmada_kubeconfig,optional" doc:"Kubeconfig of the Karmada API server as this machine reaches it, e.g. karmadactl_init's kubeconfig output; flow destroy's karmadactl unregister uses it (--karmada-config). Default: karmadactl reads the agent's own, whose server may be one only the member reaches."`
+	ClusterAPIEndpoint string `hcl:"cluster_api_endpoint,optional" doc:"The member's API server as Karmada reaches it (the Cluster's spec.apiEndpoint, which Karmada's cluster proxy dials), when it differs from kubeconfig's server, as behind port forwards; karmadactl v1.13 register has no flag for it, so the task sets karmada-agent's --cluster-api-endpoint after register and when the agent is already present, and the agent, restarted by the change, writes it into its Cluster. An https:// URL."`
+	AgentAPIEndpoint   string `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
+	KarmadaKubeconfig  string `hcl:"karmada_kubeconfig,optional" doc:"Kubeconfig of the Karmada API server as this machine reaches it, e.g. karmadactl_init's kubeconfig output; flow destroy's karmadactl unregister uses it (--karmada-config). Default: karmadactl reads the agent's own, whose server may be one only the member reaches."`
 }
 
 // registerFlags is every flag karmadactl_register emits besides `register ENDPOINT`.
@@ -88,7 +89,9 @@ the agent's kubeconfig (Secret karmada-kubeconfig in namespace, which karmadactl
 register fills from Karmada's cluster-info) https://AGENT_API_ENDPOINT and, when it
 changed that or the agent has not been restarted for it yet, restarts karmada-agent
 through a pod-template annotation (flow.dev/karmada-kubeconfig-server); the
-kubeconfig, which holds the agent's client key, is never printed. The token is never printed: the
+kubeconfig, which holds the agent's client key, is never printed. With
+cluster_api_endpoint, at the same moments, karmada-agent's --cluster-api-endpoint
+is set to it. The token is never printed: the
 command line and karmadactl's output are shown with it replaced by (sensitive).
 karmadactl takes the token only as a flag, so it is visible in the process list of
 the machine flow runs on while the command runs. A register that could not reach an
@@ -136,6 +139,9 @@ func (r *Registration) Validate() error {
 		if err := validateEndpoint(r.AgentAPIEndpoint); err != nil {
 			return &tasks.AttrError{Attr: "agent_api_endpoint", Err: err}
 		}
+	}
+	if err := validateHTTPSURL(r.ClusterAPIEndpoint); err != nil {
+		return &tasks.AttrError{Attr: "cluster_api_endpoint", Err: err}
 	}
 	if err := validateDiscoveryTimeout(r.DiscoveryTimeout); err != nil {
 		return err
@@ -214,7 +220,7 @@ func (r *Registration) register(ctx context.Context, env *tasks.Env, bin binary,
 		}
 		return err
 	}
-	return r.ensureAgentServer(ctx, env)
+	return r.ensureAgent(ctx, env)
 }
 
 // unableToConnect is what karmadactl prints when it cannot reach an API server.
@@ -251,7 +257,7 @@ func (r *Registration) keepOrClean(ctx context.Context, env *tasks.Env, client d
 	case agentNone:
 		return false, nil
 	case agentDeployed:
-		if err := r.ensureAgentServer(ctx, env); err != nil {
+		if err := r.ensureAgent(ctx, env); err != nil {
 			return false, err
 		}
 		if r.waitAgentAvailable(ctx, client) {

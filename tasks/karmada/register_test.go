@@ -2,6 +2,7 @@ package karmada
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,8 @@ func (s servers) createAgent(t *testing.T, ns, server string) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: agentDeployment, Image: "docker.io/karmada/karmada-agent:v1.13.0"}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: agentDeployment, Image: "docker.io/karmada/karmada-agent:v1.13.0",
+					Command: []string{"/bin/karmada-agent", "--cluster-name=member4", "--cluster-api-endpoint=https://127.0.0.1:16444"}}}},
 			},
 		},
 	}
@@ -132,7 +134,8 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 	s.createAgent(t, ns, "https://10.96.0.10:5443")
 	bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"register": "exit 1"})
 	reg := &Registration{Karmadactl: bin, APIEndpoint: "10.96.0.10:5443", Token: goodToken, CACertHash: "sha256:00",
-		ClusterName: "member4", Kubeconfig: s.member.Kubeconfig, Namespace: ns, AgentAPIEndpoint: "127.0.0.1:15443"}
+		ClusterName: "member4", Kubeconfig: s.member.Kubeconfig, Namespace: ns, AgentAPIEndpoint: "127.0.0.1:15443",
+		ClusterAPIEndpoint: "https://10.0.3.14:16443"}
 	if err := reg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +163,9 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 		if got := agent.Spec.Template.Annotations[agentServerAnnotation]; got != want {
 			t.Errorf("karmada-agent pod template annotation %s = %q, want %q", agentServerAnnotation, got, want)
 		}
+		if got := agent.Spec.Template.Spec.Containers[0].Command; !slices.Contains(got, "--cluster-api-endpoint=https://10.0.3.14:16443") || slices.Contains(got, "--cluster-api-endpoint=https://127.0.0.1:16444") {
+			t.Errorf("karmada-agent command = %q, want --cluster-api-endpoint=https://10.0.3.14:16443 in place of the one register wrote", got)
+		}
 		return secret.ResourceVersion, agent.ResourceVersion
 	}
 	noKey := func(t *testing.T, log string) {
@@ -175,7 +181,8 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 	if _, err := reg.Run(t.Context(), env); err != nil {
 		t.Fatalf("%v\n%s", err, buf)
 	}
-	for _, line := range []string{"karmada-agent in namespace kreg-agent already present (cluster member4)", "karmada-agent: karmada API server → " + want} {
+	for _, line := range []string{"karmada-agent in namespace kreg-agent already present (cluster member4)", "karmada-agent: karmada API server → " + want,
+		"karmada-agent: arguments --cluster-api-endpoint=https://10.0.3.14:16443 set"} {
 		if !strings.Contains(buf.String(), line) {
 			t.Errorf("printed:\n%s\nwant %q", buf, line)
 		}
@@ -187,7 +194,7 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 	if _, err := reg.Run(t.Context(), env); err != nil {
 		t.Fatalf("%v\n%s", err, buf)
 	}
-	if strings.Contains(buf.String(), "karmada API server →") {
+	if strings.Contains(buf.String(), "karmada API server →") || strings.Contains(buf.String(), "arguments") {
 		t.Errorf("second run printed:\n%s", buf)
 	}
 	noKey(t, buf.String())

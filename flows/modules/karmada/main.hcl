@@ -115,7 +115,7 @@ variable "kubeconfigs" {
 variable "api_endpoints" {
   type        = map(string)
   default     = {}
-  description = "A push member's API server as Karmada's controllers reach it, when it differs from its kubeconfig's server (port forwards)."
+  description = "A member's API server as Karmada reaches it (its Cluster's apiEndpoint: join's api_endpoint, register's cluster_api_endpoint), when it differs from its kubeconfig's server (port forwards)."
 }
 
 variable "agent_api_endpoint" {
@@ -198,6 +198,7 @@ task "karmadactl_register" "pull" {
   kubeconfig          = var.kubeconfigs[each.key]
   karmada_agent_image = "${var.registry}/karmada-agent:${var.karmadactl_version}"
   agent_api_endpoint  = var.agent_api_endpoint
+  cluster_api_endpoint = lookup(var.api_endpoints, each.key, "")
   karmada_kubeconfig  = karmadactl_init.karmada.kubeconfig # flow destroy's karmadactl unregister
   timeout             = "5m"
 }
