@@ -135,20 +135,7 @@ func checkK8sLab(t *testing.T, srv lxdclient.InstanceServer, trial int, configDi
 			t.Errorf("kubeconfig %s: want mode 0600 (stat: %v)", path, err)
 			continue
 		}
-		cfg, err := kube.RESTConfig(path, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := fmt.Sprintf("https://127.0.0.1:%d", port); cfg.Host != want {
-			t.Errorf("%s.config points at %s, want the forwarded %s", member, cfg.Host, want)
-		}
-		dyn := dynamic.NewForConfigOrDie(cfg)
-		node, err := dyn.Resource(nodesResource).Get(ctx, member, metav1.GetOptions{})
-		if err != nil {
-			t.Errorf("node %s: %v", member, err)
-		} else if !conditionTrue(node, "Ready") {
-			t.Errorf("node %s is not Ready: %v", member, node.Object["status"])
-		}
+		dyn := checkMemberServed(t, configDir, member, fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", k8sLabWebPorts[member]))
 		// CoreDNS runs one replica, the web Deployment two (workloads.hcl).
 		for _, want := range []struct {
 			ns, selector string
@@ -163,10 +150,32 @@ func checkK8sLab(t *testing.T, srv lxdclient.InstanceServer, trial int, configDi
 				t.Errorf("%d %s pods Running in %s, want %d", running, want.selector, member, want.replicas)
 			}
 		}
-		if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", k8sLabWebPorts[member])); !strings.Contains(body, "web "+member) {
-			t.Errorf("the web Service of %s answered %q", member, body)
-		}
 	}
+}
+
+// checkMemberServed asserts that member's kubeconfig names api (host:port, where its
+// host forwards the API server), that its node is Ready through it, and that its web
+// Service answers on web (host:port); it returns a client of the member.
+func checkMemberServed(t *testing.T, configDir, member, api, web string) dynamic.Interface {
+	t.Helper()
+	cfg, err := kube.RESTConfig(filepath.Join(configDir, member+".config"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://" + api; cfg.Host != want {
+		t.Errorf("%s.config points at %s, want %s, where its host forwards the API server", member, cfg.Host, want)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	node, err := dyn.Resource(nodesResource).Get(context.Background(), member, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("node %s: %v", member, err)
+	} else if !conditionTrue(node, "Ready") {
+		t.Errorf("node %s is not Ready: %v", member, node.Object["status"])
+	}
+	if body := httpGet(t, "http://"+web+"/"); !strings.Contains(body, "web "+member) {
+		t.Errorf("the web Service of %s answered %q on %s", member, body, web)
+	}
+	return dyn
 }
 
 func runningPods(pods []unstructured.Unstructured) int {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -102,22 +101,7 @@ func checkInstancesOn(t *testing.T, host string, srv lxdclient.InstanceServer, n
 func checkTwoHostMembers(t *testing.T, configDir string) {
 	t.Helper()
 	for member, addr := range twoHostsAPI {
-		cfg, err := kube.RESTConfig(filepath.Join(configDir, member+".config"), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := "https://" + addr; cfg.Host != want {
-			t.Errorf("%s.config points at %s, want its host's %s", member, cfg.Host, want)
-		}
-		node, err := dynamic.NewForConfigOrDie(cfg).Resource(nodesResource).Get(context.Background(), member, metav1.GetOptions{})
-		if err != nil {
-			t.Errorf("node %s: %v", member, err)
-		} else if !conditionTrue(node, "Ready") {
-			t.Errorf("node %s is not Ready: %v", member, node.Object["status"])
-		}
-		if body := httpGet(t, "http://"+twoHostsWeb[member]+"/"); !strings.Contains(body, "web "+member) {
-			t.Errorf("the web Service of %s answered %q on %s", member, body, twoHostsWeb[member])
-		}
+		checkMemberServed(t, configDir, member, addr, twoHostsWeb[member])
 	}
 }
 
