@@ -8,9 +8,10 @@
 #   bash scripts/karmada-e2e.sh run ci     # the subset make test runs
 #
 # Like the lab's other images, these are built here from Debian's packages: nginx is the
-# lab's nginx (Debian's nginx-light), busybox and alpine the lab's Debian stand-in with sh,
-# perl Debian's perl (5.36, with bignum, which the suite's Job runs). The tags are the
-# suite's, not the contents' versions.
+# lab's nginx (Debian's nginx-light) with a start-up line on its output as the real image's
+# entrypoint prints one (karmadactl logs specs want a log), busybox and alpine the lab's
+# Debian stand-in with sh, perl Debian's perl (5.36, with bignum, which the suite's Job
+# runs). The tags are the suite's, not the contents' versions.
 
 variable "registry_port" {
   type        = number
@@ -32,11 +33,10 @@ variable "karmada_version" {
 
 locals {
   registry = "127.0.0.1:${var.registry_port}"
-  # The suite's image => the lab registry's image it is a copy of (flatten names).
+  # The suite's image => the lab registry's image it is a copy of.
   copies = {
-    "library/nginx:1.19.0"   = "nginx:${var.image_nginx_tag}"
-    "library/nginx:1.19.1"   = "nginx:${var.image_nginx_tag}"
-    "library/nginx:latest"   = "nginx:${var.image_nginx_tag}"
+    "library/nginx:1.19.1"   = "library/nginx:1.19.0"
+    "library/nginx:latest"   = "library/nginx:1.19.0"
     "library/busybox:1.36.0" = "alpine:3.21.0"
     "library/busybox:latest" = "alpine:3.21.0"
     "library/alpine:3.19.1"  = "alpine:3.21.0"
@@ -61,11 +61,22 @@ task "image_build" "perl" {
   timeout  = "10m"
 }
 
+task "image_build" "nginx" {
+  base = "${local.registry}/nginx:${var.image_nginx_tag}"
+  # sh -c SCRIPT $0 "$@": the line, then nginx as the lab's image runs it.
+  entrypoint = ["/bin/sh", "-c", "echo \"$0: configuration complete; ready for start up\" >&2; exec \"$@\"", "/docker-entrypoint.sh"]
+  cmd        = ["nginx", "-g", "daemon off;"]
+  labels     = { "org.flowdev.lab.stand-in" = "Debian bookworm's nginx-light, not nginx:1.19.0" }
+  push       = "${local.registry}/library/nginx:1.19.0"
+  insecure   = true
+}
+
 task "image_mirror" "copy" {
-  for_each = local.copies
-  images   = { "${local.registry}/${each.value}" = each.key }
-  registry = local.registry
-  insecure = true
+  for_each   = local.copies
+  images     = { "${local.registry}/${each.value}" = each.key }
+  registry   = local.registry
+  insecure   = true
+  depends_on = [image_build.nginx]
 }
 
 task "exec" "suite" {
@@ -81,5 +92,5 @@ output "suite" {
 }
 
 output "images" {
-  value = concat([image_build.perl.reference], [for c in image_mirror.copy : values(c.images)[0]])
+  value = concat([image_build.perl.reference, image_build.nginx.reference], [for c in image_mirror.copy : values(c.images)[0]])
 }

@@ -47,6 +47,12 @@ variable "karmada_failover_eviction_timeout" {
   description = "karmada-controller-manager's --failover-eviction-timeout, how long a not-ready member keeps its workloads; \"\" keeps Karmada's default (5m)."
 }
 
+variable "karmada_agent_feature_gates" {
+  type        = string
+  default     = ""
+  description = "karmada-agent's --feature-gates in the pull members; \"\" keeps karmadactl register's. vars/karmada-e2e.hcl has upstream's e2e value (MultiClusterService for EndpointSlice collection)."
+}
+
 locals {
   karmada_controller_manager_args = concat(
     var.karmada_feature_gates == "" ? [] : ["--feature-gates=${var.karmada_feature_gates}"],
@@ -121,6 +127,7 @@ module "karmada" {
   # The components that dial members, on the node's network: see the top of this file.
   host_network            = ["karmada-controller-manager", "karmada-aggregated-apiserver"]
   controller_manager_args = local.karmada_controller_manager_args
+  agent_args              = var.karmada_agent_feature_gates == "" ? [] : ["--feature-gates=${var.karmada_agent_feature_gates}"]
   push_members            = local.push_members
   pull_members            = var.pull_members
   kubeconfigs             = { for m, k in kubeconfig.member : m => k.path if m != var.host_cluster }

@@ -29,7 +29,7 @@ var tableCases = []tableCase{
 	{[]string{"join"}, joinFlags, nil, &Join{}, []string{"karmadactl", "karmadactl_version", "extra_args", "cluster", "api_endpoint"}},
 	{[]string{"unjoin"}, unjoinFlags, []string{"wait"}, &Join{}, nil},
 	{[]string{"token", "create"}, tokenFlags, []string{"print-register-command"}, &Token{}, []string{"karmadactl", "karmadactl_version", "extra_args"}},
-	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint", "agent_api_endpoint", "cluster_api_endpoint", "karmada_kubeconfig"}},
+	{[]string{"register"}, registerFlags, nil, &Registration{}, []string{"karmadactl", "karmadactl_version", "extra_args", "api_endpoint", "agent_api_endpoint", "cluster_api_endpoint", "agent_args", "karmada_kubeconfig"}},
 	{[]string{"unregister"}, unregisterFlags, []string{"wait"}, &Registration{}, nil},
 }
 

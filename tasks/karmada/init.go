@@ -201,7 +201,7 @@ func (i *Init) Validate() error {
 	if i.EtcdStorageMode != "" && !slices.Contains(etcdStorageModes, i.EtcdStorageMode) {
 		return attrErr("etcd_storage_mode", "%q is not one of %v", i.EtcdStorageMode, etcdStorageModes)
 	}
-	if err := validateControllerManagerArgs(i.ControllerManagerArgs); err != nil {
+	if err := validateArgs("controller_manager_args", i.ControllerManagerArgs); err != nil {
 		return err
 	}
 	if err := validateHostNetwork(i.HostNetwork); err != nil {
@@ -210,17 +210,17 @@ func (i *Init) Validate() error {
 	return validateImages(i, initFlags)
 }
 
-// validateControllerManagerArgs checks that each argument is a --flag and that no
-// flag is set twice, which would never be found in place.
-func validateControllerManagerArgs(args []string) error {
+// validateArgs checks that each argument of attr is a --flag and that no flag is
+// set twice, which would never be found in place.
+func validateArgs(attr string, args []string) error {
 	seen := map[string]bool{}
 	for _, arg := range args {
 		if !strings.HasPrefix(arg, "--") || len(arg) == 2 {
-			return attrErr("controller_manager_args", "%q is not a --flag", arg)
+			return attrErr(attr, "%q is not a --flag", arg)
 		}
 		name, _, _ := strings.Cut(arg, "=")
 		if seen[name] {
-			return attrErr("controller_manager_args", "%s is set twice", name)
+			return attrErr(attr, "%s is set twice", name)
 		}
 		seen[name] = true
 	}

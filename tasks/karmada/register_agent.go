@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flowdev/flow/tasks"
@@ -26,30 +27,41 @@ const (
 	agentServerAnnotation = "flow.dev/karmada-kubeconfig-server"
 )
 
-// ensureAgent makes karmada-agent as agent_api_endpoint and cluster_api_endpoint
-// say, each unless unset.
+// ensureAgent makes karmada-agent as agent_api_endpoint, cluster_api_endpoint and
+// agent_args say, each unless unset.
 func (r *Registration) ensureAgent(ctx context.Context, env *tasks.Env) error {
 	if err := r.ensureAgentServer(ctx, env); err != nil {
 		return err
 	}
-	return r.ensureClusterEndpoint(ctx, env)
+	return r.ensureAgentArgs(ctx, env)
 }
 
-// ensureClusterEndpoint sets karmada-agent's --cluster-api-endpoint to
-// cluster_api_endpoint unless it is unset or so already; the agent, restarted by
-// the change, writes it into its Cluster's spec.apiEndpoint.
-func (r *Registration) ensureClusterEndpoint(ctx context.Context, env *tasks.Env) error {
-	if r.ClusterAPIEndpoint == "" {
+// agentArgs are the arguments the task puts into karmada-agent's command:
+// agent_args, and --cluster-api-endpoint from cluster_api_endpoint, which the
+// agent writes into its Cluster's spec.apiEndpoint when it starts.
+func (r *Registration) agentArgs() []string {
+	args := slices.Clone(r.AgentArgs)
+	if r.ClusterAPIEndpoint != "" {
+		args = append(args, "--cluster-api-endpoint="+r.ClusterAPIEndpoint)
+	}
+	return args
+}
+
+// ensureAgentArgs puts agentArgs into karmada-agent's command unless they are
+// there; the change restarts the agent.
+func (r *Registration) ensureAgentArgs(ctx context.Context, env *tasks.Env) error {
+	args := r.agentArgs()
+	if len(args) == 0 {
 		return nil
 	}
 	client, host, err := r.memberClient()
 	if err != nil {
-		return fmt.Errorf("karmada-agent cluster endpoint: %w", err)
+		return fmt.Errorf("karmada-agent arguments: %w", err)
 	}
 	deployments := client.Resource(deploymentResource).Namespace(r.namespace())
-	gen, done, err := patchTune(ctx, env, deployments, agentDeployment, tune{args: []string{"--cluster-api-endpoint=" + r.ClusterAPIEndpoint}})
+	gen, done, err := patchTune(ctx, env, deployments, agentDeployment, tune{args: args})
 	if err != nil {
-		return fmt.Errorf("karmada-agent cluster endpoint: member cluster %s: %w", host, err)
+		return fmt.Errorf("karmada-agent arguments: member cluster %s: %w", host, err)
 	}
 	if gen != 0 {
 		fmt.Fprintf(env.Stdout, "karmada-agent: %s\n", done)

@@ -48,9 +48,10 @@ type Registration struct {
 	ClusterRegion    string   `hcl:"cluster_region,optional" doc:"Region of the member, for scheduling (--cluster-region)."`
 	ClusterZones     []string `hcl:"cluster_zones,optional" doc:"Zones of the member, for scheduling (--cluster-zones, joined with commas)."`
 
-	ClusterAPIEndpoint string `hcl:"cluster_api_endpoint,optional" doc:"The member's API server as Karmada reaches it (the Cluster's spec.apiEndpoint, which Karmada's cluster proxy dials), when it differs from kubeconfig's server, as behind port forwards; karmadactl v1.13 register has no flag for it, so the task sets karmada-agent's --cluster-api-endpoint after register and when the agent is already present, and the agent, restarted by the change, writes it into its Cluster. An https:// URL."`
-	AgentAPIEndpoint   string `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
-	KarmadaKubeconfig  string `hcl:"karmada_kubeconfig,optional" doc:"Kubeconfig of the Karmada API server as this machine reaches it, e.g. karmadactl_init's kubeconfig output; flow destroy's karmadactl unregister uses it (--karmada-config). Default: karmadactl reads the agent's own, whose server may be one only the member reaches."`
+	AgentArgs          []string `hcl:"agent_args,optional" doc:"Extra arguments for karmada-agent, such as \"--feature-gates=MultiClusterService=true\"; karmadactl v1.13 register has no flag for them, so the task adds them to the Deployment's container command after register and when the agent is already present (replacing an argument with the same --name=)."`
+	ClusterAPIEndpoint string   `hcl:"cluster_api_endpoint,optional" doc:"The member's API server as Karmada reaches it (the Cluster's spec.apiEndpoint, which Karmada's cluster proxy dials), when it differs from kubeconfig's server, as behind port forwards; karmadactl v1.13 register has no flag for it, so the task sets karmada-agent's --cluster-api-endpoint after register and when the agent is already present, and the agent, restarted by the change, writes it into its Cluster. An https:// URL."`
+	AgentAPIEndpoint   string   `hcl:"agent_api_endpoint,optional" doc:"The Karmada API server as karmada-agent reaches it from inside the member, when it differs from the server karmadactl init published in cluster-info (NAT, port forwards); the task rewrites the server of the agent's kubeconfig Secret and restarts the agent. Default: leave it."`
+	KarmadaKubeconfig  string   `hcl:"karmada_kubeconfig,optional" doc:"Kubeconfig of the Karmada API server as this machine reaches it, e.g. karmadactl_init's kubeconfig output; flow destroy's karmadactl unregister uses it (--karmada-config). Default: karmadactl reads the agent's own, whose server may be one only the member reaches."`
 }
 
 // registerFlags is every flag karmadactl_register emits besides `register ENDPOINT`.
@@ -90,8 +91,8 @@ register fills from Karmada's cluster-info) https://AGENT_API_ENDPOINT and, when
 changed that or the agent has not been restarted for it yet, restarts karmada-agent
 through a pod-template annotation (flow.dev/karmada-kubeconfig-server); the
 kubeconfig, which holds the agent's client key, is never printed. With
-cluster_api_endpoint, at the same moments, karmada-agent's --cluster-api-endpoint
-is set to it. The token is never printed: the
+cluster_api_endpoint and agent_args, at the same moments, karmada-agent's
+--cluster-api-endpoint and the arguments are set in its command. The token is never printed: the
 command line and karmadactl's output are shown with it replaced by (sensitive).
 karmadactl takes the token only as a flag, so it is visible in the process list of
 the machine flow runs on while the command runs. A register that could not reach an
@@ -142,6 +143,9 @@ func (r *Registration) Validate() error {
 	}
 	if err := validateHTTPSURL(r.ClusterAPIEndpoint); err != nil {
 		return &tasks.AttrError{Attr: "cluster_api_endpoint", Err: err}
+	}
+	if err := validateArgs("agent_args", r.agentArgs()); err != nil {
+		return err
 	}
 	if err := validateDiscoveryTimeout(r.DiscoveryTimeout); err != nil {
 		return err

@@ -135,7 +135,7 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 	bin, record := fakeKarmadactl(t, "v1.13.0", map[string]string{"register": "exit 1"})
 	reg := &Registration{Karmadactl: bin, APIEndpoint: "10.96.0.10:5443", Token: goodToken, CACertHash: "sha256:00",
 		ClusterName: "member4", Kubeconfig: s.member.Kubeconfig, Namespace: ns, AgentAPIEndpoint: "127.0.0.1:15443",
-		ClusterAPIEndpoint: "https://10.0.3.14:16443"}
+		ClusterAPIEndpoint: "https://10.0.3.14:16443", AgentArgs: []string{"--feature-gates=MultiClusterService=true"}}
 	if err := reg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +163,9 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 		if got := agent.Spec.Template.Annotations[agentServerAnnotation]; got != want {
 			t.Errorf("karmada-agent pod template annotation %s = %q, want %q", agentServerAnnotation, got, want)
 		}
-		if got := agent.Spec.Template.Spec.Containers[0].Command; !slices.Contains(got, "--cluster-api-endpoint=https://10.0.3.14:16443") || slices.Contains(got, "--cluster-api-endpoint=https://127.0.0.1:16444") {
-			t.Errorf("karmada-agent command = %q, want --cluster-api-endpoint=https://10.0.3.14:16443 in place of the one register wrote", got)
+		if got := agent.Spec.Template.Spec.Containers[0].Command; !slices.Contains(got, "--cluster-api-endpoint=https://10.0.3.14:16443") ||
+			slices.Contains(got, "--cluster-api-endpoint=https://127.0.0.1:16444") || !slices.Contains(got, "--feature-gates=MultiClusterService=true") {
+			t.Errorf("karmada-agent command = %q, want --cluster-api-endpoint=https://10.0.3.14:16443 in place of the one register wrote, and the feature gate", got)
 		}
 		return secret.ResourceVersion, agent.ResourceVersion
 	}
@@ -182,7 +183,7 @@ func (s servers) testRegisterAgentEndpoint(t *testing.T) {
 		t.Fatalf("%v\n%s", err, buf)
 	}
 	for _, line := range []string{"karmada-agent in namespace kreg-agent already present (cluster member4)", "karmada-agent: karmada API server → " + want,
-		"karmada-agent: arguments --cluster-api-endpoint=https://10.0.3.14:16443 set"} {
+		"karmada-agent: arguments --feature-gates=MultiClusterService=true --cluster-api-endpoint=https://10.0.3.14:16443 set"} {
 		if !strings.Contains(buf.String(), line) {
 			t.Errorf("printed:\n%s\nwant %q", buf, line)
 		}

@@ -97,6 +97,7 @@ func TestValidate(t *testing.T) {
 		{Name: "init host_network unknown", Task: &Init{HostNetwork: []string{"karmada-search"}}, Attr: "host_network", Msg: `"karmada-search" is not one of karmadactl init's Deployments`},
 		{Name: "init host_network twice", Task: &Init{HostNetwork: []string{"karmada-webhook", "karmada-webhook"}}, Attr: "host_network", Msg: "karmada-webhook is named twice"},
 		{Name: "register cluster_api_endpoint not https", Task: &Registration{APIEndpoint: "10.0.0.1:32443", Token: goodToken, CACertHash: "sha256:00", ClusterName: "m", ClusterAPIEndpoint: "10.0.3.14:16443"}, Attr: "cluster_api_endpoint", Msg: "is not an https:// URL"},
+		{Name: "register agent_args sets the endpoint twice", Task: &Registration{APIEndpoint: "10.0.0.1:32443", Token: goodToken, CACertHash: "sha256:00", ClusterName: "m", ClusterAPIEndpoint: "https://10.0.3.14:16443", AgentArgs: []string{"--cluster-api-endpoint=https://x:1"}}, Attr: "agent_args", Msg: "--cluster-api-endpoint is set twice"},
 		{Name: "init empty extra arg", Task: &Init{ExtraArgs: []string{""}}, Attr: "extra_args", Msg: "empty"},
 
 		{Name: "join", Task: &Join{Cluster: "member1", ClusterZones: []string{"a"}}},

@@ -1,12 +1,15 @@
 # karmada-e2e.hcl — the lab's Karmada as upstream's e2e deployment runs it
-# (karmada v1.13.0, artifacts/deploy/karmada-controller-manager.yaml), for Karmada's own
+# (karmada v1.13.0, artifacts/deploy/karmada-controller-manager.yaml and
+# artifacts/agent/karmada-agent.yaml), for Karmada's own
 # e2e suite (make karmada-e2e):
 #
 #   flow run flows/k8s-lab --var-file flows/k8s-lab/vars/karmada-e2e.hcl --state .flow/k8s-lab.db
 #
-# Every alpha and beta feature on (Failover among them), the two controllers off by
-# default that the suite's specs need, and a failed member's workloads moved after 30 s
-# instead of 5 min.
+# Every alpha and beta feature on in karmada-controller-manager (Failover among them), the
+# two controllers off by default that the suite's specs need, a failed member's workloads
+# moved after 30 s instead of 5 min, and the pull member's agent collecting EndpointSlices
+# (MultiClusterService).
 karmada_feature_gates             = "AllAlpha=true,AllBeta=true"
 karmada_controllers               = "*,hpaScaleTargetMarker,deploymentReplicasSyncer"
 karmada_failover_eviction_timeout = "30s"
+karmada_agent_feature_gates       = "CustomizedClusterResourceModeling=true,MultiClusterService=true"

@@ -90,6 +90,12 @@ variable "controller_manager_args" {
   description = "Extra karmada-controller-manager arguments: the Failover feature gate, off by default in v1.13, which the failover drill's policy needs."
 }
 
+variable "agent_args" {
+  type        = list(string)
+  default     = []
+  description = "Extra karmada-agent arguments in the pull members, such as its feature gates."
+}
+
 variable "host_network" {
   type        = list(string)
   default     = []
@@ -199,6 +205,7 @@ task "karmadactl_register" "pull" {
   karmada_agent_image = "${var.registry}/karmada-agent:${var.karmadactl_version}"
   agent_api_endpoint  = var.agent_api_endpoint
   cluster_api_endpoint = lookup(var.api_endpoints, each.key, "")
+  agent_args           = var.agent_args
   karmada_kubeconfig  = karmadactl_init.karmada.kubeconfig # flow destroy's karmadactl unregister
   timeout             = "5m"
 }
