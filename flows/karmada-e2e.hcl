@@ -10,8 +10,8 @@
 # Like the lab's other images, these are built here from Debian's packages: nginx is the
 # lab's nginx (Debian's nginx-light) with a start-up line on its output as the real image's
 # entrypoint prints one (karmadactl logs specs want a log), busybox and alpine the lab's
-# Debian stand-in with sh, perl Debian's perl (5.36, with bignum, which the suite's Job
-# runs). The tags are the suite's, not the contents' versions.
+# Debian stand-in with sh, perl Debian's perl (5.36, with the newer Math::BigInt of its
+# own package, whose bignum computes the suite's Job). The tags are the suite's, not the contents' versions.
 
 variable "registry_port" {
   type        = number
@@ -45,10 +45,12 @@ locals {
 }
 
 task "exec" "perl_rootfs" {
-  description = "A Debian root file system with perl (cached by package list), gzipped into .lab/images."
-  command     = ["bash", "scripts/image-rootfs.sh", "perl", "perl"]
-  dir         = local.root
-  timeout     = "20m"
+  description = "A Debian root file system with perl and a newer Math::BigInt (cached by package list), gzipped into .lab/images."
+  # Math::BigInt from its own package: perl 5.36's (1.999837) fails the suite's bpi(2000)
+  # ("Can't use an undefined value as an ARRAY reference"); 1.999838 computes it.
+  command = ["bash", "scripts/image-rootfs.sh", "perl", "perl", "libmath-bigint-perl"]
+  dir     = local.root
+  timeout = "20m"
 }
 
 task "image_build" "perl" {
