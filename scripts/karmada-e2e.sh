@@ -6,6 +6,7 @@
 #   scripts/karmada-e2e.sh build        builds the suite once (cached by version), prints its path
 #   scripts/karmada-e2e.sh run full     every spec that fits a single-host lab (make karmada-e2e)
 #   scripts/karmada-e2e.sh run ci       the focused subset make test runs (flows/karmada-e2e/ci.txt)
+#   scripts/karmada-e2e.sh run FILE_test.go...   the specs of those files of the suite
 #   scripts/karmada-e2e.sh list         the specs left out, each with its reason
 #
 # What fits is in flows/karmada-e2e/: leave-out.txt names the specs left out and why,
@@ -54,7 +55,7 @@ kubeconfig() {
 }
 
 run() {
-  local set=${1:?usage: karmada-e2e.sh run full|ci}
+  local set=${1:?usage: karmada-e2e.sh run full|ci|FILE_test.go...}
   local bin report args=() line file rest
   bin=$(build)
   for f in karmada-host.config karmada/karmada-apiserver.config; do
@@ -63,7 +64,8 @@ run() {
   case $set in
   full) ;;
   ci) while read -r file; do args+=("--ginkgo.focus-file=$file"); done < <(lines "$specs/ci.txt") ;;
-  *) fail "no spec set $set (full, ci)" ;;
+  *_test.go) for file in "$@"; do args+=("--ginkgo.focus-file=$file"); done; set=files ;;
+  *) fail "no spec set $set (full, ci, or files of the suite: FILE_test.go...)" ;;
   esac
   # leave-out.txt: FILE[:REGEX] | reason, or label:LABEL | reason. A whole file, the
   # specs of FILE whose full text matches REGEX, or the specs with LABEL.
@@ -97,7 +99,7 @@ run() {
 
 case ${1:-} in
 build) build ;;
-run) run "${2:-}" ;;
+run) shift; run "$@" ;;
 list) lines "$specs/leave-out.txt" ;;
-*) fail "usage: karmada-e2e.sh build | run full|ci | list" ;;
+*) fail "usage: karmada-e2e.sh build | run full|ci|FILE_test.go... | list" ;;
 esac

@@ -164,8 +164,8 @@ func readLeaveOut(name string) ([]leaveOut, error) {
 
 // tally counts one file's specs by outcome.
 type tally struct {
-	passed, failed, leftOut, notInSet int
-	time                              time.Duration
+	passed, failed, leftOut, skipped int
+	time                             time.Duration
 }
 
 // write prints the report and returns how many specs failed.
@@ -188,7 +188,7 @@ func write(out io.Writer, specs []spec, left []leaveOut) int {
 				leftBy[i]++
 				t.leftOut++
 			} else {
-				t.notInSet++
+				t.skipped++ // outside the set run, or by the suite itself
 			}
 		default: // failed, panicked, timedout, interrupted, aborted
 			t.failed++
@@ -201,18 +201,17 @@ func write(out io.Writer, specs []spec, left []leaveOut) int {
 	}
 	sort.Strings(names)
 	var sum tally
-	fmt.Fprintf(out, "%-36s %6s %6s %8s %10s %8s\n", "file", "passed", "failed", "left out", "not in set", "time")
+	fmt.Fprintf(out, "%-36s %6s %6s %8s %8s %8s\n", "file", "passed", "failed", "left out", "skipped", "time")
 	for _, f := range names {
 		t := files[f]
-		fmt.Fprintf(out, "%-36s %6d %6d %8d %10d %8s\n", f, t.passed, t.failed, t.leftOut, t.notInSet, t.time.Round(time.Second))
-		sum.passed, sum.failed, sum.leftOut, sum.notInSet, sum.time = sum.passed+t.passed, sum.failed+t.failed, sum.leftOut+t.leftOut, sum.notInSet+t.notInSet, sum.time+t.time
+		fmt.Fprintf(out, "%-36s %6d %6d %8d %8d %8s\n", f, t.passed, t.failed, t.leftOut, t.skipped, t.time.Round(time.Second))
+		sum.passed, sum.failed, sum.leftOut, sum.skipped, sum.time = sum.passed+t.passed, sum.failed+t.failed, sum.leftOut+t.leftOut, sum.skipped+t.skipped, sum.time+t.time
 	}
-	fmt.Fprintf(out, "%-36s %6d %6d %8d %10d %8s\n", "all", sum.passed, sum.failed, sum.leftOut, sum.notInSet, sum.time.Round(time.Second))
+	fmt.Fprintf(out, "%-36s %6d %6d %8d %8d %8s\n", "all", sum.passed, sum.failed, sum.leftOut, sum.skipped, sum.time.Round(time.Second))
 	if len(failures) > 0 {
 		fmt.Fprintln(out, "\nFailed:")
 		for _, s := range failures {
-			msg, _, _ := strings.Cut(strings.TrimSpace(s.Failure.Message), "\n")
-			fmt.Fprintf(out, "  %s: %s (%s)\n    %s\n", s.file(), s.fullText(), s.State, msg)
+			fmt.Fprintf(out, "  %s: %s (%s)\n    %s\n", s.file(), s.fullText(), s.State, firstLines(s.Failure.Message, 3))
 		}
 	}
 	if len(left) > 0 {
@@ -222,6 +221,17 @@ func write(out io.Writer, specs []spec, left []leaveOut) int {
 		}
 	}
 	return sum.failed
+}
+
+// firstLines is the first n non-blank lines of msg on one line.
+func firstLines(msg string, n int) string {
+	var out []string
+	for _, line := range strings.Split(msg, "\n") {
+		if line = strings.TrimSpace(line); line != "" && len(out) < n {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // leftOutBy is the index of the first entry of left that s matches, or -1.

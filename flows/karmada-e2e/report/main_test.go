@@ -16,11 +16,11 @@ func TestReport(t *testing.T) {
 		t.Errorf("run = %v, want %v", err, errFailed)
 	}
 	for _, want := range []string{
-		"karmadactl_test.go                        0      0        2          1       0s",
-		"propagationpolicy_test.go                 1      1        0          0       3s",
-		"search_test.go                            0      0        1          0       0s",
-		"all                                       1      1        3          1       3s",
-		"propagationpolicy_test.go: [BasicCase] PropagationPolicy testing job (failed)\n    Timed out after 300s.\n",
+		"karmadactl_test.go                        0      0        2        1       0s",
+		"propagationpolicy_test.go                 1      1        0        0       3s",
+		"search_test.go                            0      0        1        0       0s",
+		"all                                       1      1        3        1       3s",
+		"propagationpolicy_test.go: [BasicCase] PropagationPolicy testing job (failed)\n    Timed out after 300s. more\n",
 		"search_test.go (1 specs): not installed",
 		"karmadactl_test.go: Karmadactl top testing (1 specs): no metrics-server",
 		"label needCreateCluster (1 specs): kind",
