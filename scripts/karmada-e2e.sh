@@ -63,8 +63,10 @@ run() {
   done
   case $set in
   full) ;;
-  ci) while read -r file; do args+=("--ginkgo.focus-file=$file"); done < <(lines "$specs/ci.txt") ;;
-  *_test.go) for file in "$@"; do args+=("--ginkgo.focus-file=$file"); done; set=files ;;
+  # A file filter is a regex on the spec's path: "/" before the name keeps
+  # propagationpolicy_test.go from taking in clusterpropagationpolicy_test.go.
+  ci) while read -r file; do args+=("--ginkgo.focus-file=/$file"); done < <(lines "$specs/ci.txt") ;;
+  *_test.go) for file in "$@"; do args+=("--ginkgo.focus-file=/$file"); done; set=files ;;
   *) fail "no spec set $set (full, ci, or files of the suite: FILE_test.go...)" ;;
   esac
   # leave-out.txt: FILE[:REGEX] | reason, or label:LABEL | reason. A whole file, the
@@ -76,7 +78,7 @@ run() {
     case $line in
     label:*) labels+="${labels:+ && }!${line#label:}" ;;
     *:*) args+=("--ginkgo.skip=${line#*:}") ;;
-    *) args+=("--ginkgo.skip-file=$file") ;;
+    *) args+=("--ginkgo.skip-file=/$file") ;;
     esac
   done < <(lines "$specs/leave-out.txt")
   [ -z "$labels" ] || args+=("--ginkgo.label-filter=$labels")
