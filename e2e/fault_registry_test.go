@@ -523,14 +523,7 @@ func TestMirrorRepairsEmptiedLinks(t *testing.T) {
 		groups["g"] = append(groups["g"], path)
 	}
 	dst := startRegistryProcess(t, false)
-	tag, dir := newTag(t), t.TempDir()
-	mirror := func(state string) result {
-		return runFlow(t, tag, dir, 2*time.Minute, "run", testdata(t, "mirror.hcl"), "--state", filepath.Join(dir, state),
-			"--var", "source="+src.host, "--var", "target="+dst.host, "--var", "groups="+hclGroups(groups))
-	}
-	if r := mirror("first.db"); r.code != 0 {
-		t.Fatalf("first mirror exited %d\n%s", r.code, r.desc)
-	}
+	mirror := mirrorOnce(t, src.host, dst.host, groups)
 
 	dst.kill(t)
 	emptied := emptyLinks(t, filepath.Join(dst.dir, "data"))
@@ -563,6 +556,22 @@ func TestMirrorRepairsEmptiedLinks(t *testing.T) {
 			t.Errorf("after the mirror: %v", err)
 		}
 	}
+}
+
+// mirrorOnce mirrors groups from source to target with testdata/mirror.hcl and
+// returns a function that runs that mirror again with a state of the given name,
+// each state a new one in the same directory.
+func mirrorOnce(t *testing.T, source, target string, groups map[string][]string) func(state string) result {
+	t.Helper()
+	tag, dir := newTag(t), t.TempDir()
+	mirror := func(state string) result {
+		return runFlow(t, tag, dir, 2*time.Minute, "run", testdata(t, "mirror.hcl"), "--state", filepath.Join(dir, state),
+			"--var", "source="+source, "--var", "target="+target, "--var", "groups="+hclGroups(groups))
+	}
+	if r := mirror("first.db"); r.code != 0 {
+		t.Fatalf("first mirror exited %d\n%s", r.code, r.desc)
+	}
+	return mirror
 }
 
 // emptyLinks truncates, under a stopped registry's storage root, every layer link
@@ -601,14 +610,7 @@ func TestRegistryKeepsATruncatedManifest(t *testing.T) {
 	pushRandomImage(t, src.host, path)
 	groups := map[string][]string{"g": {path}}
 	dst := startRegistryProcess(t, false)
-	tag, dir := newTag(t), t.TempDir()
-	mirror := func(state string) result {
-		return runFlow(t, tag, dir, 2*time.Minute, "run", testdata(t, "mirror.hcl"), "--state", filepath.Join(dir, state),
-			"--var", "source="+src.host, "--var", "target="+dst.host, "--var", "groups="+hclGroups(groups))
-	}
-	if r := mirror("first.db"); r.code != 0 {
-		t.Fatalf("first mirror exited %d\n%s", r.code, r.desc)
-	}
+	mirror := mirrorOnce(t, src.host, dst.host, groups)
 	digest := digestAt(t, dst.host, path)
 	dst.kill(t)
 	hex := strings.TrimPrefix(digest, "sha256:")
