@@ -113,3 +113,15 @@ type ElsewhereError struct {
 func (e *ElsewhereError) Error() string {
 	return fmt.Sprintf("the state file %s holds %d instances made in %s, not in %s", e.Path, e.Count, strings.Join(e.Dirs, ", "), e.Here)
 }
+
+// UnrecordedError refuses a destroy with variables other than the run's (Vars) while
+// instances it undoes (Addrs) were recorded by an older flow without their objects:
+// they are undone from the flow, which those values would point elsewhere.
+type UnrecordedError struct {
+	Addrs, Vars []string
+}
+
+func (e *UnrecordedError) Error() string {
+	return fmt.Sprintf("%s recorded by an older flow, which kept no record of what it made, so the flow says what to undo; "+
+		"the variables %s differ from the run's and would point it elsewhere", strings.Join(e.Addrs, ", "), strings.Join(e.Vars, ", "))
+}

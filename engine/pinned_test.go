@@ -112,7 +112,7 @@ func TestReplaceUndoesBeforeRun(t *testing.T) {
 			if fail && !strings.Contains(a.Error, "undo before replacing: still in use") {
 				t.Errorf("error %q", a.Error)
 			}
-			if !strings.Contains(o.out, "test_seq.a: undoing it first") {
+			if !strings.Contains(o.out, "test_seq.a: undoing what it made before") {
 				t.Errorf("output:\n%s", o.out)
 			}
 		})

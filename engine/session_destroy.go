@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/engine/ops"
 	"github.com/flowdev/flow/engine/state"
@@ -133,6 +136,9 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 		return nil, err
 	}
 	j.created = created
+	if err := unrecordedMoved(j.loaded, created, base); err != nil {
+		return nil, err
+	}
 	j.preview = &DestroyPreview{Target: j.target, Continues: j.run, Flow: j.place.flow, Dir: j.place.dir,
 		Decisions: ops.DestroyDecisions(j.loaded.Plan, created, j.done)}
 	live, err := ops.LiveInstances(store)
@@ -146,5 +152,32 @@ func (s *Session) prepareDestroy(store *state.Store, latest *state.Run, req *Req
 // walked reports whether the destroy's walk visits addr: the flow has it and the
 // target run started it. The others the state holds are orphans.
 func (j *destroyJob) walked(addr string) bool {
-	return j.loaded.Plan.Instances[addr] != nil && ops.Ran(j.created[addr])
+	return j.loaded.Plan.Instances[addr] != nil && ops.HoldsObjects(j.created[addr])
+}
+
+// unrecordedMoved refuses a destroy whose variables differ from the run's while an
+// instance it undoes was recorded by an older flow without its object: that one is
+// undone from the flow, so other values would point its undo at what the run did not
+// make.
+func unrecordedMoved(l *Loaded, created map[string]*state.Instance, recorded map[string]cty.Value) error {
+	addrs := ops.Unrecorded(l.Plan, created)
+	if len(addrs) == 0 {
+		return nil
+	}
+	var changed []string
+	for name, was := range recorded {
+		now, ok := l.Plan.Scope.Vars[name]
+		if !ok {
+			continue
+		}
+		now, _ = now.UnmarkDeep()
+		if eq := now.Equals(was); !eq.IsKnown() || eq.False() {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	sort.Strings(changed)
+	return &UnrecordedError{Addrs: addrs, Vars: changed}
 }

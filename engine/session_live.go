@@ -89,6 +89,12 @@ func lean(recs []InstanceRecord) []InstanceRecord {
 	out := make([]InstanceRecord, len(recs))
 	for i, r := range recs {
 		r.Inputs, r.Withheld, r.Outputs, r.AttrHashes = nil, nil, nil, nil
+		if len(r.Deposed) > 0 { // readers count them; what they hold stays in the state
+			r.Deposed = make([]*state.Instance, len(r.Deposed))
+			for j := range r.Deposed {
+				r.Deposed[j] = &state.Instance{Address: r.Address}
+			}
+		}
 		out[i] = r
 	}
 	return out

@@ -56,7 +56,7 @@ func (r *attemptResult) Instance() *plan.Instance { return r.inst }
 // runAttempt evaluates inst against its finished dependencies and, unless its previous
 // success still holds, runs it once. It never panics: a panic in a task becomes the
 // attempt's error.
-func runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
+func (op *runOp) runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instance, n int, ectx *hcl.EvalContext, ediags hcl.Diagnostics) (res *attemptResult) {
 	opts := w.Options()
 	res = &attemptResult{inst: inst, attempt: n, began: time.Now()}
 	defer func() {
@@ -75,10 +75,15 @@ func runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instance, n int, e
 	res.retry = ev.Retry
 	res.fingerprint, res.attrHashes = plan.Fingerprint(inst.Task, ev.Inputs)
 	replacing := n == 1 && plan.AnySelects(opts.Replace, inst.Addr)
-	if replacing {
+	rerun := op.rerun(inst.Addr)
+	switch {
+	case replacing:
 		res.reason = replaceReason(inst, opts.Previous[inst.Addr])
 		w.Say("%s: replaced (--replace); running it", inst.Addr)
-	} else if n == 1 {
+	case n == 1 && rerun:
+		res.reason = "what it made was undone first, with what it was built on"
+		w.Say("%s: %s; running it again", inst.Addr, res.reason)
+	case n == 1:
 		prev := opts.Previous[inst.Addr]
 		if value, why, ok := restore(w.Plan(), inst, ev, prev, res.fingerprint, res.attrHashes); ok {
 			if why = refresh(ctx, opts, inst, ev, prev); why == "" {
@@ -95,27 +100,55 @@ func runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instance, n int, e
 	if n == 1 {
 		stopSurvivor(w, inst.Addr, opts.Previous[inst.Addr])
 	}
-	// Recorded only now, so a success that still stands is never overwritten.
+	// What the attempt is about to make, and what it must undo first, are durable
+	// before it acts: a kill or a failure from here on leaves both recorded.
+	var deposed []*state.Instance
+	var legacy *state.Instance // an old object an older flow recorded without its inputs
+	if n == 1 {
+		deposed = carried(opts, inst.Addr, w.Record(inst.Addr))
+		var old *state.Instance
+		switch prev := replaced(opts, inst.Addr); {
+		case rerun: // a cascade undid its object already
+		case replacing && undoesOnReplace(inst, prev):
+			old = prev
+		case !replacing:
+			old = objectChanged(w, inst, ev)
+		}
+		switch {
+		case old != nil && old.HasObject():
+			deposed = append(deposed, deposedObject(old))
+		case old != nil:
+			legacy = old
+		}
+	}
+	var inputs map[string]state.Value
+	var withheld []string
+	if keepsObject(inst.Task.Kind) {
+		inputs, withheld = storedInputs(plan.WithoutSensitiveKeys(inst.Task.Attrs, ev.Inputs))
+	}
 	rec := w.Update(inst.Addr, func(rec *state.Instance) {
 		rec.Status, rec.StartedAt, rec.FinishedAt = state.Running, timePtr(res.began), nil
 		rec.Attempts++
-		rec.Removed = false // a removal an earlier run recorded: it is made again now
+		rec.Removed, rec.Holds = false, false // a removal an earlier run recorded: it is made again now
+		rec.Inputs, rec.Withheld, rec.Dir = inputs, withheld, opts.Dir
+		rec.Deps, rec.DepsKnown, rec.Retain = inst.Deps, true, inst.Task.RetainOnDestroy
+		if n == 1 {
+			rec.Deposed = deposed
+		}
 	})
-	w.Submit(rec, nil)
-	var undoFirst *state.Instance
-	switch prev := replaced(opts, inst.Addr); {
-	case replacing && undoesOnReplace(inst, prev):
-		undoFirst = prev
-	case n == 1 && !replacing:
-		undoFirst = objectChanged(w, inst, ev)
+	if err := w.Durable(rec); err != nil {
+		res.kind, res.err = outcomeFailed, fmt.Errorf("record the attempt before it acts: %w", err)
+		return res
 	}
-	runTask(ctx, w, inst, ev, res, undoFirst)
+	op.runTask(ctx, w, inst, ev, res, len(rec.Deposed) > 0 || legacy != nil, legacy)
 	return res
 }
 
-// runTask runs inst's evaluated task once; with undoFirst, it first undoes the object
-// that record holds (see undoRecorded).
-func runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, res *attemptResult, undoFirst *state.Instance) {
+// runTask runs inst's evaluated task once. With undoFirst, it first undoes what
+// inst made before: the objects built on it (cascade), then the deposed objects its
+// record holds, then legacy, an old object an older flow recorded without its inputs
+// (see undoRecorded).
+func (op *runOp) runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, res *attemptResult, undoFirst bool, legacy *state.Instance) {
 	stdout, stderr := w.Streams(inst.Addr, res.attempt)
 	if res.attempt > 1 {
 		w.Say("%s: started (attempt %d of %d)", inst.Addr, res.attempt, ev.Retry.Attempts)
@@ -133,8 +166,17 @@ func runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Ev
 	defer cancel()
 	var outputs tasks.Outputs
 	var err error
-	if undoFirst != nil {
-		err = undoRecorded(runCtx, w, inst, ev, env, undoFirst)
+	if undoFirst {
+		err = op.cascade(runCtx, w, inst, env)
+		if err == nil {
+			err = undoDeposed(runCtx, w, inst, env, ev.Inputs)
+		}
+		if err == nil && legacy != nil {
+			err = undoRecorded(runCtx, w, inst, ev, env, legacy)
+		}
+		if err != nil {
+			err = fmt.Errorf("undo before replacing: %w", err)
+		}
 	}
 	if err == nil {
 		outputs, err = ev.Task.Run(runCtx, env)

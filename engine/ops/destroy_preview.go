@@ -1,8 +1,12 @@
 package ops
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/tasks"
 )
 
 // What a destroy does with an instance, as DestroyPreview says it.
@@ -38,13 +42,30 @@ func (p *DestroyPreview) Destroys() int {
 // recordedText says what a destroy of inst will undo: the object its record holds, or
 // that an older flow recorded none.
 func recordedText(inst *plan.Instance, rec *state.Instance) string {
-	if rec == nil || rec.Inputs == nil {
-		return " (recorded by an older flow, which kept no record of what it made: undone as the flow says now)"
+	text := ""
+	switch {
+	case rec != nil && !ownObject(rec):
+	case rec == nil || !rec.HasObject():
+		text = " (recorded by an older flow, which kept no record of what it made: undone as the flow says now)"
+	default:
+		if t := objectText(inst.Task.Kind, rec); t != "" {
+			text = " " + t
+		}
 	}
-	if text := objectText(inst.Task.Kind, rec); text != "" {
-		return " " + text
+	return text + PendingText(inst.Task.Kind, rec)
+}
+
+// PendingText names rec's pending undos, the deposed objects an undo must still act
+// on, as plan and status show them: "" when there are none.
+func PendingText(kind *tasks.Type, rec *state.Instance) string {
+	if rec == nil || len(rec.Deposed) == 0 {
+		return ""
 	}
-	return ""
+	var parts []string
+	for i := len(rec.Deposed) - 1; i >= 0; i-- {
+		parts = append(parts, objectText(kind, rec.Deposed[i]))
+	}
+	return fmt.Sprintf("; pending undo of what it made before (%d): %s", len(parts), strings.Join(parts, "; "))
 }
 
 // DestroyDecisions decides, for each instance the run with records created started,
@@ -63,6 +84,20 @@ func DestroyDecisions(p *plan.Plan, created, done map[string]*state.Instance) []
 			d.Action, d.Reason = ActionKeep, keepReason(inst)
 		}
 		out = append(out, d)
+	}
+	return out
+}
+
+// Unrecorded lists, in plan order, the instances of p that the run whose records are
+// created started and that a destroy would undo from the flow as it reads now, since
+// an older flow recorded no object for them.
+func Unrecorded(p *plan.Plan, created map[string]*state.Instance) []string {
+	var out []string
+	for _, addr := range p.Order {
+		rec := created[addr]
+		if ownObject(rec) && !rec.HasObject() && keepReason(p.Instances[addr]) == "" {
+			out = append(out, addr)
+		}
 	}
 	return out
 }

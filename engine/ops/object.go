@@ -31,12 +31,6 @@ func keepsObject(kind *tasks.Type) bool {
 	return kind.Destroys() || kind.Probes()
 }
 
-// hasObject reports whether rec holds its object (inputs, directory): false for a
-// record an older flow wrote, which is undone from the flow, with a warning.
-func hasObject(rec *state.Instance) bool {
-	return rec != nil && rec.Inputs != nil && rec.Dir != ""
-}
-
 // recordedTask decodes rec's task of type kind from its recorded inputs. A withheld
 // input (it derived from a secret) is taken from now, the flow's evaluation, when it
 // holds a known value; one that the task's Destroy reads and that now cannot supply is
@@ -167,7 +161,8 @@ func stopSurvivor(w *walk.Walk, addr string, prev *state.Instance) {
 // survivorGrace is how long a survivor of an earlier attempt gets after SIGTERM.
 const survivorGrace = 5 * time.Second
 
-// objectChanged returns the record of the object an earlier run made for inst when
+// objectChanged returns the record of the object an earlier attempt made for inst (one
+// that failed or was interrupted too: it may have made part of it) when
 // what identifies that object changed in ev (the attributes its type's Destroy reads:
 // exec's undo, env and dir; kubeconfig's path), so the attempt undoes it before it
 // makes the new one, as Terraform replaces a resource whose identifying attribute
@@ -176,7 +171,7 @@ const survivorGrace = 5 * time.Second
 func objectChanged(w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated) *state.Instance {
 	made := w.Options().Made[inst.Addr]
 	kind := inst.Task.Kind
-	if made == nil || made.Status != state.Succeeded || !hasObject(made) || len(kind.DestroyReads) == 0 || keepReason(inst) != "" {
+	if made == nil || !Ran(made) || !made.HasObject() || len(kind.DestroyReads) == 0 || keepReason(inst) != "" {
 		return nil
 	}
 	var changed []string

@@ -68,10 +68,12 @@ func orphanKeep(kind *tasks.Type, o *Orphan) string {
 		return "no longer in the flow; retained (retain_on_destroy)"
 	case !kind.Destroys():
 		return fmt.Sprintf("no longer in the flow; left as it is (%s)", kind.UndoGist())
-	case kind.UndoAttr != "" && !setsInput(o.Rec, kind.UndoAttr):
+	case len(o.Rec.Deposed) > 0:
+		return "" // what it made before is undone whatever it sets now
+	case kind.UndoAttr != "" && !setsInput(o.Rec, kind.UndoAttr) && o.Rec.HasObject():
 		return fmt.Sprintf("no longer in the flow; left as it is (it sets no %s)", kind.UndoAttr)
-	case o.Rec.Inputs == nil:
-		return "no longer in the flow; left as it is (its inputs were not recorded: it did not succeed, or an older flow ran it)"
+	case !o.Rec.HasObject():
+		return "no longer in the flow; left as it is (an older flow ran it, which kept no record of what it made)"
 	}
 	return ""
 }

@@ -26,7 +26,7 @@ type Orphan struct {
 }
 
 // LiveInstances folds every run of store into the instances that are live: each one
-// a run started, by its latest such record, less those a destroy undid (all, once a
+// a run started or that holds deposed objects (HoldsObjects), by its latest such record, less those a destroy undid (all, once a
 // destroy succeeded) and those a run undid, or left as they are, as orphans.
 func LiveInstances(store *state.Store) (map[string]Orphan, error) {
 	runs, err := store.Runs()
@@ -43,8 +43,10 @@ func LiveInstances(store *state.Store) (map[string]Orphan, error) {
 			switch {
 			case run.Destroys != 0 && r.Status == state.Succeeded, r.Removed && (r.Status == state.Succeeded || r.Status == state.Skipped):
 				delete(live, r.Address)
-			case run.Destroys == 0 && !r.Removed && Ran(r):
+			case run.Destroys == 0 && !r.Removed && HoldsObjects(r):
 				live[r.Address] = Orphan{Run: run.ID, Rec: r}
+			case run.Destroys == 0 && !r.Removed && r.Holds:
+				delete(live, r.Address) // it took over what earlier runs made, and undid it all
 			}
 		}
 		if run.Destroys != 0 && run.Status == state.Succeeded {

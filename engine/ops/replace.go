@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/flowdev/flow/engine/plan"
@@ -45,7 +44,7 @@ func undoRecorded(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *pl
 	if prev.Inputs != nil {
 		t, err := recordedTask(inst.Task.Kind, prev, ev.Inputs)
 		if err != nil {
-			return fmt.Errorf("undo before replacing: %w", err)
+			return err
 		}
 		task = t
 	}
@@ -63,7 +62,7 @@ func undoRecorded(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *pl
 	w.Say("%s: undoing it first", inst.Addr)
 	began := time.Now()
 	if err := destroyer.Destroy(ctx, env, recorded); err != nil {
-		return fmt.Errorf("undo before replacing: %w", err)
+		return err
 	}
 	w.Say("%s: undone in %s", inst.Addr, walk.Round(time.Since(began)))
 	return nil

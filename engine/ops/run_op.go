@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -25,9 +26,13 @@ func runShape(p *plan.Plan) *walk.Shape {
 }
 
 // runOp runs each instance: what a walk of a plan as the planner made it does (see
-// attempt.go for one attempt). Its state is the walk's goroutine's.
+// attempt.go for one attempt). Its state is the walk's goroutine's, but for reruns,
+// which workers share under mu.
 type runOp struct {
 	upToDate int // instances whose earlier success stood
+
+	mu     sync.Mutex
+	reruns map[string]bool // instances whose objects a cascade undid (deposed.go)
 }
 
 var _ walk.Operation = (*runOp)(nil)
@@ -53,8 +58,8 @@ func (*runOp) Context(w *walk.Walk, inst *plan.Instance) (*hcl.EvalContext, hcl.
 	return valuesContext(w, inst)
 }
 
-func (*runOp) Perform(ctx context.Context, w *walk.Walk, inst *plan.Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
-	return runAttempt(ctx, w, inst, attempt, ectx, diags)
+func (op *runOp) Perform(ctx context.Context, w *walk.Walk, inst *plan.Instance, attempt int, ectx *hcl.EvalContext, diags hcl.Diagnostics) walk.Outcome {
+	return op.runAttempt(ctx, w, inst, attempt, ectx, diags)
 }
 
 func (*runOp) StopsOnInterrupt() bool { return true }

@@ -102,11 +102,12 @@ func (u *undoOp) Judge(_ *walk.Walk, res *walk.Result) {
 	}
 }
 
-// undone lists, in plan order, the instances the run whose records are created started.
+// undone lists, in plan order, the instances the run whose records are created started,
+// or whose records hold deposed objects.
 func undone(p *plan.Plan, created map[string]*state.Instance) []string {
 	var order []string
 	for _, addr := range p.Order {
-		if Ran(created[addr]) {
+		if HoldsObjects(created[addr]) {
 			order = append(order, addr)
 		}
 	}
@@ -118,6 +119,16 @@ func undone(p *plan.Plan, created map[string]*state.Instance) []string {
 func Ran(r *state.Instance) bool {
 	return r != nil && (r.Attempts > 0 || r.Status == state.Succeeded)
 }
+
+// HoldsObjects reports whether r records something an undo must act on: the object its
+// task made (it ran) or deposed objects still to be undone (deposed.go).
+func HoldsObjects(r *state.Instance) bool {
+	return r != nil && ((Ran(r) && !r.Holds) || len(r.Deposed) > 0)
+}
+
+// ownObject reports whether r's own object is still to be undone: it ran, and no
+// cascade deposed its object (deposed.go).
+func ownObject(r *state.Instance) bool { return Ran(r) && !r.Holds }
 
 // reverseEdges returns, for each instance of order, how many instances of order depend
 // on it (waits), and for each, the instances of order that it depends on (frees).
@@ -253,18 +264,29 @@ func undo(ctx context.Context, w *walk.Walk, inst *plan.Instance, ectx *hcl.Eval
 				opts.Logger.Error("destroy panicked", "address", inst.Addr, "stack", string(debug.Stack()))
 			}
 		}()
-		task, err := destroyTask(w, inst, ectx, ediags, created, orphaned)
-		if err != nil {
-			return err
-		}
 		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
 			Logger: opts.Logger.Named(inst.Addr), TransientRetry: opts.TransientRetry,
 			Dir: objectDir(w, inst.Addr, created), Started: noteGroup(w, inst.Addr)}
-		var recorded tasks.Outputs
-		if created.Status == state.Succeeded && len(created.Outputs) > 0 {
-			recorded = decodeOutputs(created)
+		if ownObject(created) {
+			task, err := destroyTask(w, inst, ectx, ediags, created, orphaned)
+			if err != nil {
+				return err
+			}
+			var recorded tasks.Outputs
+			if created.Status == state.Succeeded && len(created.Outputs) > 0 {
+				recorded = decodeOutputs(created)
+			}
+			if err := task.(tasks.Destroyer).Destroy(ctx, env, recorded); err != nil {
+				return err
+			}
 		}
-		return task.(tasks.Destroyer).Destroy(ctx, env, recorded)
+		// Then what it made before and could not undo then: newest first.
+		for i := len(created.Deposed) - 1; i >= 0; i-- {
+			if err := undoObject(ctx, w, inst, env, created.Deposed[i], nil); err != nil {
+				return fmt.Errorf("undo what it made before: %w", err)
+			}
+		}
+		return nil
 	}()
 	stdout.Flush()
 	stderr.Flush()

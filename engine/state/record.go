@@ -78,9 +78,10 @@ type Instance struct {
 	AttrHashes  map[string]string `json:"attr_hashes,omitempty"`
 	Redacted    bool              `json:"redacted,omitempty"` // outputs held a secret and were not stored
 	Order       int               `json:"order,omitempty"`    // position in the plan, for listing
-	// Inputs are, for a type that can be undone, the inputs it succeeded with but
-	// those that derive from a secret (named in Withheld): what undoes it once the
-	// flow no longer has it.
+	// Inputs are, for a type that can be undone, the inputs its latest attempt started
+	// with (recorded, with Dir, before the attempt acts) but those that derive from a
+	// secret (named in Withheld): what undoes it — a failed or interrupted attempt's
+	// object too — whatever the flow says later.
 	Inputs   map[string]Value `json:"inputs,omitempty"`
 	Withheld []string         `json:"withheld,omitempty"`
 	// Deps are, with Inputs, the instances it waited for: what undoing it once the flow
@@ -103,6 +104,25 @@ type Instance struct {
 	// the number.
 	Group      int    `json:"group,omitempty"`
 	GroupStart uint64 `json:"group_start,omitempty"`
+	// Deposed are objects the instance made earlier whose undo has not succeeded yet,
+	// oldest first, as Terraform's deposed objects: an undo before replacing that failed
+	// or was cut short leaves the old object here, recorded as it was made (Inputs,
+	// Withheld, Outputs, Dir, Fingerprint), until an undo of it succeeds. The next run
+	// of the instance undoes them before it acts, a destroy undoes them after the
+	// instance's own object, and a run that records the instance anew carries them
+	// over. Their own Deposed is always empty.
+	Deposed []*Instance `json:"deposed,omitempty"`
+	// Holds marks a record that took over what the instance's earlier records held
+	// without running it (its objects deposed to be undone before an instance it was
+	// built on undid its own): readers take it, not an earlier run's, as the instance's.
+	Holds bool `json:"holds,omitempty"`
+}
+
+// HasObject reports whether in records an object its undo can act on: the inputs an
+// attempt recorded before it acted (for a type that keeps them). False for a record an
+// older flow wrote of an attempt that did not succeed, which kept none.
+func (in *Instance) HasObject() bool {
+	return in != nil && (in.Inputs != nil || len(in.Withheld) > 0)
 }
 
 // check reports whether r can be stored.
@@ -132,6 +152,14 @@ func (in *Instance) check() error {
 	}
 	if err := checkValues("input", in.Inputs); err != nil {
 		return fmt.Errorf("instance %q: %w", in.Address, err)
+	}
+	for i, d := range in.Deposed {
+		if d == nil || len(d.Deposed) > 0 {
+			return fmt.Errorf("instance %q: deposed object %d is nil or holds deposed objects", in.Address, i)
+		}
+		if err := checkValues("input", d.Inputs); err != nil {
+			return fmt.Errorf("instance %q: deposed object %d: %w", in.Address, i, err)
+		}
 	}
 	return nil
 }

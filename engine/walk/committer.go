@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -33,7 +34,8 @@ type committer struct {
 	recs    map[string]*state.Instance
 	logs    map[string][]byte
 	waiters []string
-	lazy    bool // a lazyFlush timer is armed
+	syncs   []chan error // Durable's callers, told when their records are durable
+	lazy    bool         // a lazyFlush timer is armed
 	closed  bool
 	final   *state.Run // written with the last batch, set by close
 
@@ -77,6 +79,26 @@ func (c *committer) submit(rec *state.Instance, log []byte, wait bool) {
 	}
 }
 
+// durable queues a copy of rec for the next transaction, starts one, and returns a
+// channel that receives that commit's error (nil once rec is durable).
+func (c *committer) durable(rec *state.Instance) <-chan error {
+	cp := *rec
+	done := make(chan error, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		done <- errCommitterClosed
+		return done
+	}
+	c.recs[rec.Address] = &cp
+	c.syncs = append(c.syncs, done)
+	c.mu.Unlock()
+	c.wake()
+	return done
+}
+
+var errCommitterClosed = errors.New("the walk's checkpoints are closed")
+
 // lazyFlush bounds how long a record nobody waits for stays unwritten.
 const lazyFlush = 200 * time.Millisecond
 
@@ -112,8 +134,8 @@ func (c *committer) loop() {
 // flush commits what is queued, and run's record with it when run is not nil.
 func (c *committer) flush(notify bool, run *state.Run) error {
 	c.mu.Lock()
-	recs, logs, waiters := c.recs, c.logs, c.waiters
-	c.recs, c.logs, c.waiters = map[string]*state.Instance{}, map[string][]byte{}, nil
+	recs, logs, waiters, syncs := c.recs, c.logs, c.waiters, c.syncs
+	c.recs, c.logs, c.waiters, c.syncs = map[string]*state.Instance{}, map[string][]byte{}, nil, nil
 	c.mu.Unlock()
 	if len(recs) == 0 && run == nil {
 		return nil
@@ -123,6 +145,9 @@ func (c *committer) flush(notify bool, run *state.Run) error {
 		batch = append(batch, r)
 	}
 	err := c.store.Commit(c.runID, run, batch, logs)
+	for _, s := range syncs {
+		s <- err
+	}
 	if notify && (len(waiters) > 0 || err != nil) {
 		c.events <- committed{addrs: waiters, err: err}
 	}

@@ -15,7 +15,7 @@ import (
 // records and output the walk keeps, and how to end an instance. It is valid only
 // during Run.
 //
-// Concurrency: Plan, Options, Say, Record, Update, Submit, Streams and Log may be
+// Concurrency: Plan, Options, Say, Record, Update, Submit, Durable, Streams and Log may be
 // called from any goroutine, a worker's Perform included. Every other method belongs
 // to the walk's goroutine: call it only from the operation's Context, Settle, Finish
 // and Judge.
@@ -45,6 +45,13 @@ func (w *Walk) Update(addr string, f func(*state.Instance)) *state.Instance {
 // Submit queues rec, with log as its instance's output when log is not nil, for the
 // walk's next checkpoint; nobody waits for it to be durable.
 func (w *Walk) Submit(rec *state.Instance, log []byte) { w.c.commit.submit(rec, log, false) }
+
+// Durable queues rec for a checkpoint of its own, as Submit, and waits until it is
+// durable: what an attempt records before it acts (the object it is about to make)
+// must survive a kill during the act. It returns the checkpoint's error; the caller
+// then must not act. It waits without the coordinator, so it may be called from a
+// worker.
+func (w *Walk) Durable(rec *state.Instance) error { return <-w.c.commit.durable(rec) }
 
 // Log is the output captured so far for addr (redacted, its tail when long).
 func (w *Walk) Log(addr string) []byte { return w.c.captures[addr].bytes() }

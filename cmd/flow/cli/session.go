@@ -69,6 +69,7 @@ func (c *CLI) refused(err error) error {
 		place   *engine.PlaceError
 		other   *engine.OtherFlowError
 		away    *engine.ElsewhereError
+		unrec   *engine.UnrecordedError
 	)
 	switch {
 	case errors.As(err, &flowErr):
@@ -77,6 +78,9 @@ func (c *CLI) refused(err error) error {
 		return failf(ExitInvalid, "the state file %s belongs to the flow %s (run %d), not %s: give this flow a state file of its own "+
 			"(--state, or leave it out: the default is named after the flow), or first destroy what the other created with %q",
 			other.Path, displayPath(other.Holds), other.Run, displayPath(other.Flow), c.commandHint("flow destroy"))
+	case errors.As(err, &unrec):
+		return failf(ExitInvalid, "refusing to destroy: %v; destroy with the run's values (leave out --var, --var-file and FLOW_VAR_*), or undo %s by hand",
+			unrec, strings.Join(unrec.Addrs, ", "))
 	case errors.As(err, &away):
 		return failf(ExitInvalid, "the state file %s holds %s made in %s; a run here, in %s, would make them again and lose track of those: "+
 			"run it from there, give this directory a state file of its own (--state), destroy what the state holds first with %q, "+

@@ -42,6 +42,9 @@ type taskDoc struct {
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	Error      string     `json:"error"`
+	// PendingUndo counts the objects the instance made before whose undo has not
+	// succeeded yet (deposed): the next run or destroy undoes them.
+	PendingUndo int `json:"pending_undo,omitempty"`
 }
 
 func newStatusDoc(run *engine.RunRecord, status string, recs []engine.InstanceRecord) statusDoc {
@@ -59,7 +62,7 @@ func newStatusDoc(run *engine.RunRecord, status string, recs []engine.InstanceRe
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Order < recs[j].Order })
 	for _, r := range recs {
 		doc.Tasks = append(doc.Tasks, taskDoc{Address: r.Address, Status: string(r.Status), Attempts: r.Attempts,
-			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error})
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error, PendingUndo: len(r.Deposed)})
 	}
 	return doc
 }
@@ -117,6 +120,9 @@ func printStatus(w io.Writer, doc statusDoc) {
 		detail := t.Error
 		if t.Status == string(engine.Running) && t.StartedAt != nil {
 			detail = fmt.Sprintf("for %s", time.Since(*t.StartedAt).Round(time.Second))
+		}
+		if t.PendingUndo > 0 {
+			detail = fmt.Sprintf("(pending undo of %s) %s", count(t.PendingUndo, "object"), firstLine(detail))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Status, t.Address, firstLine(detail))
 	}

@@ -1,0 +1,179 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/plan"
+	"github.com/flowdev/flow/engine/state"
+	"github.com/flowdev/flow/engine/walk"
+	"github.com/flowdev/flow/tasks"
+)
+
+// An object stays recorded until its undo succeeds. An attempt that is to undo what
+// an earlier run made before it makes the new object (--replace, or an identifying
+// attribute changed) first records that old object among its record's Deposed objects,
+// durably, with the new object's inputs beside them; it then undoes the deposed
+// objects, newest first, dropping each from the record once its undo succeeded. An
+// undo that fails, or a kill, leaves the rest deposed: the next run of the instance
+// undoes them first, a destroy after the instance's own object, and a record written
+// anew (run --new) carries them over (see carried).
+//
+// Every undo goes in reverse dependency order: before an attempt undoes old objects,
+// the objects of what was built on the instance in the run that made them (its
+// dependents, transitively) are deposed and undone first, latest in plan order first,
+// and those dependents run again when their turn comes (cascade).
+
+// rerun reports whether a cascade undid addr's object in this walk: it runs again,
+// whatever its record says.
+func (op *runOp) rerun(addr string) bool {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.reruns[addr]
+}
+
+func (op *runOp) markRerun(addr string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.reruns == nil {
+		op.reruns = map[string]bool{}
+	}
+	op.reruns[addr] = true
+}
+
+// carried is what addr's record holds still to be undone, as the walk starts its first
+// attempt: the deposed objects of the record the run builds on (the run resumed),
+// else of the live record an earlier run left.
+func carried(opts *walk.Options, addr string, cur *state.Instance) []*state.Instance {
+	if len(cur.Deposed) > 0 || opts.Previous[addr] != nil {
+		return slices.Clone(cur.Deposed)
+	}
+	if made := opts.Made[addr]; made != nil {
+		return slices.Clone(made.Deposed)
+	}
+	return nil
+}
+
+// deposedObject is rec's object alone, without what it holds deposed, as a deposed
+// object records it.
+func deposedObject(rec *state.Instance) *state.Instance {
+	obj := &state.Instance{Address: rec.Address, Type: rec.Type, Status: rec.Status,
+		Attempts: rec.Attempts, StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt,
+		Outputs: rec.Outputs, Fingerprint: rec.Fingerprint, Redacted: rec.Redacted,
+		Inputs: rec.Inputs, Withheld: rec.Withheld, Dir: rec.Dir, Retain: rec.Retain}
+	return obj
+}
+
+// cascade deposes and undoes, before inst undoes its own old objects, the live objects
+// of inst's dependents (transitively) that can be undone, latest in plan order first,
+// and marks each to run again (op.rerun). Each dependent's record holds its objects as
+// deposed, durably, until their undo succeeds; a failure ends the cascade with its
+// error and leaves the rest recorded.
+func (op *runOp) cascade(ctx context.Context, w *walk.Walk, inst *plan.Instance, env *tasks.Env) error {
+	p := w.Plan()
+	opts := w.Options()
+	below := map[string]bool{}
+	var visit func(string)
+	visit = func(a string) {
+		for _, d := range p.Dependents(a) {
+			if !below[d] {
+				below[d] = true
+				visit(d)
+			}
+		}
+	}
+	visit(inst.Addr)
+	for i := len(p.Order) - 1; i >= 0; i-- {
+		addr := p.Order[i]
+		if !below[addr] || op.rerun(addr) {
+			continue
+		}
+		dep := p.Instances[addr]
+		made := opts.Made[addr]
+		if opts.Previous[addr] != nil {
+			made = opts.Previous[addr]
+		}
+		objs := carried(opts, addr, w.Record(addr))
+		if made != nil && Ran(made) && made.HasObject() && keepReason(dep) == "" {
+			objs = append(objs, deposedObject(made))
+		}
+		op.markRerun(addr)
+		if len(objs) == 0 {
+			continue
+		}
+		w.Say("%s: built on what %s made; undoing it first", addr, inst.Addr)
+		rec := w.Update(addr, func(rec *state.Instance) {
+			rec.Deposed, rec.Holds, rec.Inputs, rec.Withheld, rec.Dir = objs, true, nil, nil, ""
+			rec.Status, rec.Reason = state.Pending, "undone before "+inst.Addr+" undid what it made; runs again"
+		})
+		if err := w.Durable(rec); err != nil {
+			return fmt.Errorf("record %s before undoing it: %w", addr, err)
+		}
+		depEnv := *env
+		depEnv.Address = addr
+		if err := undoDeposed(ctx, w, dep, &depEnv, nil); err != nil {
+			return fmt.Errorf("undo %s, built on it: %w", addr, err)
+		}
+	}
+	return nil
+}
+
+// undoDeposed undoes the deposed objects inst's record holds, newest first, each
+// decoded from its own record in the directory it was made in, and drops each from the
+// record once undone. The first failure stops it, leaving that object and the older
+// ones recorded.
+func undoDeposed(ctx context.Context, w *walk.Walk, inst *plan.Instance, env *tasks.Env, now map[string]cty.Value) error {
+	for {
+		objs := w.Record(inst.Addr).Deposed
+		if len(objs) == 0 {
+			return nil
+		}
+		obj := objs[len(objs)-1]
+		if err := undoObject(ctx, w, inst, env, obj, now); err != nil {
+			return err
+		}
+		rec := w.Update(inst.Addr, func(rec *state.Instance) {
+			rec.Deposed = slices.Clone(rec.Deposed[:len(rec.Deposed)-1])
+			if len(rec.Deposed) == 0 {
+				rec.Deposed = nil
+			}
+		})
+		w.Submit(rec, nil)
+	}
+}
+
+// undoObject calls the Destroy of inst's type on the object obj records, in the
+// directory it was made in; now supplies a withheld secret. An object recorded without
+// its inputs (an older flow) cannot be undone this way: it says so.
+func undoObject(ctx context.Context, w *walk.Walk, inst *plan.Instance, env *tasks.Env, obj *state.Instance, now map[string]cty.Value) error {
+	if !obj.HasObject() {
+		return fmt.Errorf("the object it made before was recorded by an older flow without its inputs; undo it by hand")
+	}
+	task, err := recordedTask(inst.Task.Kind, obj, now)
+	if err != nil {
+		return err
+	}
+	destroyer, ok := task.(tasks.Destroyer)
+	if !ok {
+		return nil
+	}
+	undoEnv := *env
+	undoEnv.Dir = objectDir(w, inst.Addr, obj)
+	var recorded tasks.Outputs
+	if obj.Status == state.Succeeded && len(obj.Outputs) > 0 {
+		recorded = decodeOutputs(obj)
+	}
+	text := objectText(inst.Task.Kind, obj)
+	w.Say("%s: undoing what it made before: %s", inst.Addr, strings.TrimSpace(text))
+	began := time.Now()
+	if err := destroyer.Destroy(ctx, &undoEnv, recorded); err != nil {
+		return err
+	}
+	w.Say("%s: undone in %s", inst.Addr, walk.Round(time.Since(began)))
+	return nil
+}
