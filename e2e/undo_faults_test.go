@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/flowdev/flow/engine/state"
-
 	"os"
 	"path/filepath"
 	"strings"
