@@ -110,6 +110,18 @@ func TestFailedReplaceUndoStaysPending(t *testing.T) {
 	if !strings.Contains(st.stdout, "pending undo") {
 		t.Errorf("status does not show the pending undo\n%s", st.desc)
 	}
+	js := flowExit(t, tag, dir, 0, "status", "--state", ".flow/f.db", "--json")
+	if !strings.Contains(js.stdout, `"pending_undo": 1`) {
+		t.Errorf("status --json does not count the pending undo\n%s", js.desc)
+	}
+	runs := flowExit(t, tag, dir, 0, "runs", "--state", ".flow/f.db")
+	if !strings.Contains(runs.stdout, "exec.mk: 1 object") {
+		t.Errorf("runs does not name the pending undo\n%s", runs.desc)
+	}
+	pr := flowExit(t, tag, dir, 0, "plan", "f.hcl", "--var", "x=two")
+	if !strings.Contains(pr.stdout, "first undoes what it made before (1)") || !strings.Contains(pr.stdout, "f-one") {
+		t.Errorf("plan does not say the run undoes f-one first\n%s", pr.desc)
+	}
 	pl := flowExit(t, tag, dir, 0, "plan", "--destroy")
 	if !strings.Contains(pl.stdout, "f-one") {
 		t.Errorf("plan --destroy does not show the pending undo of f-one\n%s", pl.desc)

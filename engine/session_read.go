@@ -64,17 +64,21 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 	if hist.last != nil {
 		ops.AgainReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}
+	live, err := s.liveInstances()
+	if err != nil {
+		return nil, err
+	}
+	ops.NotePending(pv.Decisions, plan, live)
 	if !req.selective() {
-		if pv.Removed, err = s.previewOrphans(l.Plan, req.KeepRemoved); err != nil {
-			return nil, err
-		}
+		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
+		pv.Removed = ops.OrphanDecisions(s.reg, live, inFlow, req.KeepRemoved)
 	}
 	return pv, nil
 }
 
-// previewOrphans says what a run of p would do with the instances the state holds
-// and p does not have.
-func (s *Session) previewOrphans(p *Plan, keep bool) ([]Decision, error) {
+// liveInstances reads what earlier runs made and no run undid (ops.LiveInstances):
+// none when there is no state yet.
+func (s *Session) liveInstances() (map[string]ops.Orphan, error) {
 	store, err := s.openRead()
 	if errors.As(err, new(*NoStateError)) {
 		return nil, nil
@@ -83,12 +87,7 @@ func (s *Session) previewOrphans(p *Plan, keep bool) ([]Decision, error) {
 		return nil, err
 	}
 	defer store.Close()
-	live, err := ops.LiveInstances(store)
-	if err != nil {
-		return nil, err
-	}
-	inFlow := func(addr string) bool { return p.Instances[addr] != nil }
-	return ops.OrphanDecisions(s.reg, live, inFlow, keep), nil
+	return ops.LiveInstances(store)
 }
 
 // history is what a preview starts from: the run a resume (or a targeted run)
@@ -189,4 +188,21 @@ func (s *Session) Log(runID uint64, addr string) ([]byte, error) {
 	err := s.read(func() (err error) { out, err = live.Log(s.file, runID, addr); return err },
 		func(store *state.Store) (err error) { out, err = ops.ReadLog(store, runID, addr); return err })
 	return out, err
+}
+
+// PendingUndos names, sorted, every instance the state holds with old objects still to
+// be undone (deposed: an undo before replacing that failed or was cut short), with how
+// many. While a flow process holds a state file it is a *BusyError.
+func (s *Session) PendingUndos() (map[string]int, error) {
+	live, err := s.liveInstances()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for addr, o := range live {
+		if n := len(o.Rec.Deposed); n > 0 {
+			out[addr] = n
+		}
+	}
+	return out, nil
 }

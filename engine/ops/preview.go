@@ -157,3 +157,15 @@ func AgainReasons(ds []Decision, last *state.Run, recs map[string]*state.Instanc
 		}
 	}
 }
+
+// NotePending adds to the reason of each decision of p whose instance holds pending
+// undos in live (deposed objects, see deposed.go) that the run undoes them first.
+func NotePending(ds []Decision, p *plan.Plan, live map[string]Orphan) {
+	for i := range ds {
+		o, ok := live[ds[i].Addr]
+		if !ok || len(o.Rec.Deposed) == 0 {
+			continue
+		}
+		ds[i].Reason += "; first undoes" + strings.TrimPrefix(PendingText(p.Instances[ds[i].Addr].Task.Kind, o.Rec), "; pending undo of")
+	}
+}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -39,7 +41,24 @@ func (c *CLI) runsCmd() *cobra.Command {
 				return err
 			}
 			printRunPlugins(c.stdout, runs)
+			if pending, err := engine.NewSession(c.state(), c.reg).PendingUndos(); err == nil && len(pending) > 0 {
+				printPending(c.stdout, pending)
+			}
 			return nil
 		},
+	}
+}
+
+// printPending names the instances with pending undos (old objects the next run or
+// destroy undoes first), a line each.
+func printPending(w io.Writer, pending map[string]int) {
+	addrs := make([]string, 0, len(pending))
+	for addr := range pending {
+		addrs = append(addrs, addr)
+	}
+	sort.Strings(addrs)
+	fmt.Fprintln(w, "Pending undos (the next run of each, or flow destroy, undoes them first):")
+	for _, addr := range addrs {
+		fmt.Fprintf(w, "  %s: %s\n", addr, count(pending[addr], "object"))
 	}
 }
