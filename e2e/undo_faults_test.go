@@ -300,3 +300,67 @@ func forgetObjects(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// fileFlow makes f-X in its directory; its undo removes it.
+const fileFlow = `variable "x" {
+  type    = string
+  default = "one"
+}
+
+task "exec" "mk" {
+  script = "touch f-${var.x}"
+  undo   = "rm -f f-${var.x}"
+}
+`
+
+// TestMoveUndoesHere (finding 5): --move says the project and its files moved here, so
+// every undo of what was made before acts here: with the files moved, the old object is
+// removed here; with the files left behind, they stay where they are, untouched. plan
+// says that a run would be refused and, with --move, what it takes over; run --move
+// says what it takes over.
+func TestMoveUndoesHere(t *testing.T) {
+	for _, filesMoved := range []bool{true, false} {
+		name := map[bool]string{true: "files moved too", false: "files left behind"}[filesMoved]
+		t.Run(name, func(t *testing.T) {
+			tag, root := newTag(t), t.TempDir()
+			q1, q2 := filepath.Join(root, "Q1"), filepath.Join(root, "Q2")
+			writeFiles(t, root, map[string]string{"Q1/f.hcl": fileFlow})
+			flowExit(t, tag, q1, 0, "run", "f.hcl")
+			if filesMoved {
+				if err := os.Rename(q1, q2); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeFiles(t, root, map[string]string{"Q2/f.hcl": fileFlow})
+				if err := os.MkdirAll(filepath.Join(q2, ".flow"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(filepath.Join(q1, ".flow", "f.db"), filepath.Join(q2, ".flow", "f.db")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pl := flowExit(t, tag, q2, 2, "plan", "f.hcl", "--var", "x=two")
+			if !strings.Contains(pl.stderr, "--move") || !strings.Contains(pl.stderr, q1) {
+				t.Errorf("plan does not refuse as a run does, naming %s and --move\n%s", q1, pl.desc)
+			}
+			pm := flowExit(t, tag, q2, 0, "plan", "f.hcl", "--move", "--var", "x=two")
+			if !strings.Contains(pm.stdout, "takes over 1 instance made in "+q1) {
+				t.Errorf("plan --move does not say what the run takes over\n%s", pm.desc)
+			}
+			r := flowExit(t, tag, q2, 0, "run", "f.hcl", "--move", "--var", "x=two")
+			if !strings.Contains(r.stdout, "Taking over 1 instances made in "+q1) {
+				t.Errorf("run --move does not say what it takes over\n%s", r.desc)
+			}
+			if exists(filepath.Join(q2, "f-one")) {
+				t.Errorf("run --move left Q2/f-one, the old object, where the project is now\n%s", r.desc)
+			}
+			if filesMoved == false && !exists(filepath.Join(q1, "f-one")) {
+				t.Errorf("run --move removed Q1/f-one, left behind where the project no longer is\n%s", r.desc)
+			}
+			flowExit(t, tag, q2, 0, "destroy", "--auto-approve")
+			if exists(filepath.Join(q2, "f-two")) {
+				t.Errorf("destroy left Q2/f-two")
+			}
+		})
+	}
+}

@@ -53,23 +53,20 @@ func absolute(paths []string) []string {
 	return out
 }
 
-// samePlace refuses, with an *ElsewhereError, a new run in the process's working
-// directory while store holds live instances made in another one, unless move: one
-// state, one place.
-func (s *Session) samePlace(store *state.Store, move bool) error {
-	if move {
-		return nil
-	}
+// madeElsewhere is what a run in the process's working directory would take over with
+// --move: the live instances store holds made in other directories, as an
+// *ElsewhereError; nil when there are none.
+func (s *Session) madeElsewhere(store *state.Store) (*ElsewhereError, error) {
 	here, err := os.Getwd()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	live, err := ops.LiveInstances(store)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n, dirs := ops.MadeElsewhere(store, live, here); n > 0 {
-		return &ElsewhereError{Path: s.path, Here: here, Dirs: dirs, Count: n}
+		return &ElsewhereError{Path: s.path, Here: here, Dirs: dirs, Count: n}, nil
 	}
-	return nil
+	return nil, nil
 }

@@ -27,6 +27,9 @@ type Preview struct {
 	// Refused says a run refuses without --new: Last is a destroy that did not finish
 	// (flow destroy finishes it); the preview shows what --new would do.
 	Refused   bool
+	// Elsewhere is, for a new run, what the state holds made in other directories: a
+	// run refuses (an *ElsewhereError) unless req.Move, and with it takes them over.
+	Elsewhere *ElsewhereError
 	Plan      *Plan // the part of the flow the targets select
 	Decisions []Decision
 	// Removed is what the run does first with the instances the state holds and the
@@ -69,11 +72,29 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 		return nil, err
 	}
 	ops.NotePending(pv.Decisions, plan, live)
+	if !hist.resumes {
+		if pv.Elsewhere, err = s.previewPlace(); err != nil {
+			return nil, err
+		}
+	}
 	if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
 		pv.Removed = ops.OrphanDecisions(s.reg, live, inFlow, req.KeepRemoved)
 	}
 	return pv, nil
+}
+
+// previewPlace is what a new run here would find made elsewhere (madeElsewhere).
+func (s *Session) previewPlace() (*ElsewhereError, error) {
+	store, err := s.openRead()
+	if errors.As(err, new(*NoStateError)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	return s.madeElsewhere(store)
 }
 
 // liveInstances reads what earlier runs made and no run undid (ops.LiveInstances):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -44,8 +45,17 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	if b.refused {
 		return nil, &UnfinishedError{Latest: latest, Status: ops.EffectiveStatus(latest)}
 	}
-	if err := s.samePlace(h.store, req.Move); err != nil {
+	away, err := s.madeElsewhere(h.store)
+	if err != nil {
 		return nil, err
+	}
+	if away != nil && !req.Move {
+		return nil, away
+	}
+	if away != nil {
+		// As Terraform prints what it will do before it does it: what the move takes over.
+		fmt.Fprintf(req.Out, "Taking over %d instances made in %s (--move: the project and its files moved here): every undo of what they made acts here, in %s, from now on.\n",
+			away.Count, strings.Join(away.Dirs, ", "), away.Here)
 	}
 	if latest != nil && latest.Destroys != 0 && latest.Status != state.Succeeded {
 		fmt.Fprintf(req.Out, "The latest run (%d) destroys run %d and did not finish: what it did not undo stays recorded, and this run makes the flow's instances again (flow destroy undoes them all).\n", latest.ID, latest.Destroys)
@@ -167,7 +177,7 @@ func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Star
 	}
 	made := ops.MadeRecords(live)
 	opts := req.options(run, h.store, plan.Scope.Redact)
-	opts.Made, opts.Previous, opts.Finish, opts.Moved = made, previous, finish, false
+	opts.Made, opts.Previous, opts.Finish = made, previous, finish
 	runner := NewRunner(plan, opts)
 	start.Instances = len(plan.Order)
 	h.started(req, start, runner)

@@ -116,7 +116,7 @@ func (op *runOp) runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instan
 		}
 		switch {
 		case old != nil && old.HasObject():
-			deposed = append(deposed, deposedObject(old))
+			deposed = append(deposed, deposedObject(opts, old))
 		case old != nil:
 			legacy = old
 		}

@@ -50,23 +50,40 @@ func (op *runOp) markRerun(addr string) {
 // attempt: the deposed objects of the record the run builds on (the run resumed),
 // else of the live record an earlier run left.
 func carried(opts *walk.Options, addr string, cur *state.Instance) []*state.Instance {
-	if len(cur.Deposed) > 0 || opts.Previous[addr] != nil {
-		return slices.Clone(cur.Deposed)
+	var objs []*state.Instance
+	switch {
+	case len(cur.Deposed) > 0 || opts.Previous[addr] != nil:
+		objs = cur.Deposed
+	case opts.Made[addr] != nil:
+		objs = opts.Made[addr].Deposed
 	}
-	if made := opts.Made[addr]; made != nil {
-		return slices.Clone(made.Deposed)
+	var out []*state.Instance
+	for _, obj := range objs {
+		out = append(out, movedHere(opts, obj))
 	}
-	return nil
+	return out
 }
 
 // deposedObject is rec's object alone, without what it holds deposed, as a deposed
-// object records it.
-func deposedObject(rec *state.Instance) *state.Instance {
+// object records it (in the walk's directory after a move, see movedHere).
+func deposedObject(opts *walk.Options, rec *state.Instance) *state.Instance {
 	obj := &state.Instance{Address: rec.Address, Type: rec.Type, Status: rec.Status,
 		Attempts: rec.Attempts, StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt,
 		Outputs: rec.Outputs, Fingerprint: rec.Fingerprint, Redacted: rec.Redacted,
 		Inputs: rec.Inputs, Withheld: rec.Withheld, Dir: rec.Dir, Retain: rec.Retain}
-	return obj
+	return movedHere(opts, obj)
+}
+
+// movedHere is obj as a walk records it: in a walk that took the project over
+// (--move), made in the walk's directory, where the project and its files are now; a
+// copy when it changed.
+func movedHere(opts *walk.Options, obj *state.Instance) *state.Instance {
+	if !opts.Moved || obj.Dir == "" || obj.Dir == opts.Dir {
+		return obj
+	}
+	cp := *obj
+	cp.Dir = opts.Dir
+	return &cp
 }
 
 // cascade deposes and undoes, before inst undoes its own old objects, the live objects
@@ -100,7 +117,7 @@ func (op *runOp) cascade(ctx context.Context, w *walk.Walk, inst *plan.Instance,
 		}
 		objs := carried(opts, addr, w.Record(addr))
 		if made != nil && Ran(made) && made.HasObject() && keepReason(dep) == "" {
-			objs = append(objs, deposedObject(made))
+			objs = append(objs, deposedObject(opts, made))
 		}
 		op.markRerun(addr)
 		if len(objs) == 0 {

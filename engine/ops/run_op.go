@@ -102,8 +102,10 @@ func (op *runOp) Finish(w *walk.Walk, o walk.Outcome) {
 			*rec = *prev
 			rec.Reason = "up to date: " + res.reason
 			rec.Deps, rec.DepsKnown = res.inst.Deps, true
+			rec.Dir = movedHere(w.Options(), prev).Dir
 		})
-		if !prev.DepsKnown || !slices.Equal(prev.Deps, rec.Deps) { // the graph changed around it: this run's edges
+		// The graph changed around it (this run's edges), or the project moved here.
+		if !prev.DepsKnown || !slices.Equal(prev.Deps, rec.Deps) || rec.Dir != prev.Dir {
 			w.Submit(rec, nil)
 		}
 		w.Say("%s: up to date (%s)", addr, res.reason)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
@@ -18,7 +19,7 @@ import (
 func (c *CLI) planCmd() *cobra.Command {
 	var v varFlags
 	var sel selectFlags
-	var destroy, keepRemoved bool
+	var destroy, keepRemoved, move bool
 	cmd := &cobra.Command{
 		Use:   "plan PATH",
 		Short: "Show what the next run would do with each task instance, and why",
@@ -46,6 +47,7 @@ is now, if it moved, as for flow destroy).`,
 		Example: `  flow plan flows/demo.hcl
   flow plan flows/lab.hcl --replace 'lxd_launch.member["member2"]'
   flow plan flows/lab.hcl --refresh=false
+  flow plan flows/lab.hcl --move       # the project moved here: what the run takes over
   flow plan flows/lab.hcl --var-file lab.vars.hcl
   flow plan --destroy --state .flow/lab.db`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -65,21 +67,22 @@ is now, if it moved, as for flow destroy).`,
 				}
 				return c.planDestroy(path, v)
 			}
-			return c.plan(args[0], v, sel, keepRemoved)
+			return c.plan(args[0], v, sel, keepRemoved, move)
 		},
 	}
 	v.add(cmd)
 	sel.add(cmd)
 	cmd.Flags().BoolVar(&destroy, "destroy", false, `show what "flow destroy" would do`)
 	cmd.Flags().BoolVar(&keepRemoved, "keep-removed", false, `show what "flow run --keep-removed" would do`)
+	cmd.Flags().BoolVar(&move, "move", false, `show what "flow run --move" would do: take over what the state holds made in another directory`)
 	c.addMovedFlow(cmd)
 	return cmd
 }
 
-func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved bool) error {
+func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved, move bool) error {
 	req := c.request(v, nil, false)
 	req.Flow, req.Targets, req.Replace = path, sel.targetAddrs(), sel.replaceAddrs()
-	req.NoRefresh, req.KeepRemoved = !sel.refresh, keepRemoved
+	req.NoRefresh, req.KeepRemoved, req.Move = !sel.refresh, keepRemoved, move
 	// Ctrl-C stops the refresh probes; nothing is written, so nothing is lost.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -89,6 +92,13 @@ func (c *CLI) plan(path string, v varFlags, sel selectFlags, keepRemoved bool) e
 	}
 	if err != nil {
 		return c.planRefused(err)
+	}
+	if away := pv.Elsewhere; away != nil && move {
+		fmt.Fprintf(c.stdout, "The run takes over %s made in %s (--move: the project and its files moved here): every undo of what they made acts here, in %s.\n",
+			count(away.Count, "instance"), strings.Join(away.Dirs, ", "), away.Here)
+	} else if away != nil {
+		fmt.Fprintf(c.stdout, "A run here is refused: %v. Run it from there, give this directory a state of its own (--state), or, if the project and its files moved here, take them over with %q. With --move, a run would:\n",
+			away, c.commandHint("flow run --move", path))
 	}
 	switch {
 	case pv.Refused && pv.Last != nil:

@@ -76,8 +76,9 @@ func (c *CLI) refused(err error) error {
 		return c.reportDiags(flowErr.Flow, flowErr.Diags)
 	case errors.As(err, &other):
 		return failf(ExitInvalid, "the state file %s belongs to the flow %s (run %d), not %s: give this flow a state file of its own "+
-			"(--state, or leave it out: the default is named after the flow), or first destroy what the other created with %q",
-			other.Path, displayPath(other.Holds), other.Run, displayPath(other.Flow), c.commandHint("flow destroy"))
+			"(--state, or leave it out: the default is named after the flow), first destroy what the other created with %q, "+
+			"or, if the project moved here with its files, take its instances over with %q",
+			other.Path, displayPath(other.Holds), other.Run, displayPath(other.Flow), c.commandHint("flow destroy"), c.commandHint("flow run --move", displayPath(other.Flow)))
 	case errors.As(err, &unrec):
 		return failf(ExitInvalid, "refusing to destroy: %v; destroy with the run's values (leave out --var, --var-file and FLOW_VAR_*), or undo %s by hand",
 			unrec, strings.Join(unrec.Addrs, ", "))
