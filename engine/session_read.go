@@ -26,7 +26,7 @@ type Preview struct {
 	Last *RunRecord
 	// Refused says a run refuses without --new: Last is a destroy that did not finish
 	// (flow destroy finishes it); the preview shows what --new would do.
-	Refused   bool
+	Refused bool
 	// Elsewhere is, for a new run, what the state holds made in other directories: a
 	// run refuses (an *ElsewhereError) unless req.Move, and with it takes them over.
 	Elsewhere *ElsewhereError
