@@ -110,8 +110,11 @@ func Survives(pgid int, start uint64) bool {
 }
 
 // Stop sends SIGTERM to group pgid, waits until the group is gone or grace has passed,
-// then sends SIGKILL.
+// then sends SIGKILL. The group is tracked meanwhile, so an exit that cannot wait
+// (KillTracked, a second Ctrl-C) kills it too: a survivor of an earlier run that a
+// resume is stopping is no command of this process's, and would run on.
 func Stop(pgid int, grace time.Duration) {
+	defer Track(pgid)()
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
