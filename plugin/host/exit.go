@@ -13,10 +13,10 @@ import (
 func KillPlugins() (left []int) {
 	left = procgroup.KillTracked()
 	sockets.mu.Lock()
+	defer sockets.mu.Unlock()
 	if sockets.dir != "" {
 		_ = os.RemoveAll(sockets.dir)
 		sockets.dir = ""
 	}
-	// Left locked: no plugin starts after this, the process is about to exit.
 	return left
 }
