@@ -2,8 +2,8 @@
 // still run (so an exit that cannot wait stops them instead of orphaning them), how
 // /proc names one process across pid reuse, and how a group is stopped.
 //
-// It does not start processes (tasks/internal/command does) or decide when to stop
-// them (the engine and the CLI do). Linux only: elsewhere /proc is missing and every
+// It does not start processes (tasks/internal/command does, and plugin/host a plugin's)
+// or decide when to stop them (the engine, the CLI and the plugin host do). Linux only: elsewhere /proc is missing and every
 // process reads as gone.
 package procgroup
 
