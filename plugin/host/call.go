@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
@@ -36,20 +38,24 @@ func (t *Task) stream(ctx context.Context, what string, rpc pluginpb.TaskPluginC
 	defer drop()
 	finished := make(chan struct{})
 	defer close(finished)
+	var stopped atomic.Bool
 	go func() {
 		select {
 		case <-finished:
 			return
 		case <-ctx.Done():
 		}
+		grace := time.NewTimer(CancelGrace)
+		defer grace.Stop()
 		if ctx.Err() != context.DeadlineExceeded { // the plugin's context has the deadline
-			cctx, cancel := context.WithTimeout(sctx, 5*time.Second)
+			cctx, cancel := context.WithTimeout(sctx, min(CancelGrace, 5*time.Second))
 			_, _ = rpc.Cancel(cctx, &pluginpb.CancelRequest{RunId: req.RunId})
 			cancel()
 		}
 		select {
 		case <-finished:
-		case <-time.After(CancelGrace):
+		case <-grace.C:
+			stopped.Store(true)
 			t.typ.proc.stopGroup(pgid, TermGrace)
 			drop()
 		}
@@ -58,7 +64,13 @@ func (t *Task) stream(ctx context.Context, what string, rpc pluginpb.TaskPluginC
 	if err != nil {
 		return nil, t.typ.proc.callError(ctx, what, err)
 	}
-	return t.receive(ctx, what, s, env)
+	out, err := t.receive(ctx, what, s, env)
+	if err == nil && stopped.Load() {
+		// A result sent as its group was stopped (a plugin that ignored its program's
+		// death) is no success: the task was cancelled, or timed out.
+		return nil, fmt.Errorf("plugin %q: %s: %w", t.typ.proc.Name, what, ctx.Err())
+	}
+	return out, err
 }
 
 func newRunID() string {
