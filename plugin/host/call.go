@@ -13,7 +13,7 @@ import (
 )
 
 // CancelGrace is how long a cancelled Run or Destroy (Ctrl-C, or its timeout) may
-// take to send its result after Cancel. Then the plugin's process group, the plugin and
+// take to send its result once cancelled. Then the plugin's process group, the plugin and
 // every process it started, gets SIGTERM, and SIGKILL TermGrace later: together
 // within the 10 s an exec task's command gets, so one Ctrl-C ends flow as promptly.
 var CancelGrace = 5 * time.Second
