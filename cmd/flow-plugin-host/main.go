@@ -3,11 +3,17 @@
 // talks to it on fd 3 (package plugin/bridge). It is a program of its own so that
 // flow itself links neither gRPC nor go-plugin: a flow without plugins does not pay
 // for them. It is not meant to be run by hand.
+//
+// Its death signal is SIGTERM (plugin/bridge): when flow dies, even by SIGKILL, it
+// kills the process group of every plugin, so nothing a plugin started outlives
+// flow, and removes its socket directory from $TMPDIR.
 package main
 
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/flowdev/flow/plugin/host"
 )
@@ -18,6 +24,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "flow-plugin-host: flow starts this program itself, with its connection on fd 3")
 		os.Exit(2)
 	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		<-sigs
+		if left := host.KillPlugins(); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "flow-plugin-host: could not stop the plugin process groups %v\n", left)
+		}
+		os.Exit(1)
+	}()
 	if err := host.ServeBridge(conn, host.NewLoader(nil)); err != nil {
 		fmt.Fprintln(os.Stderr, "flow-plugin-host:", err)
 		os.Exit(1)

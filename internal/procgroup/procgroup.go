@@ -2,8 +2,8 @@
 // still run (so an exit that cannot wait stops them instead of orphaning them), how
 // /proc names one process across pid reuse, and how a group is stopped.
 //
-// It does not start processes (tasks/internal/command does) or decide when to stop
-// them (the engine and the CLI do). Linux only: elsewhere /proc is missing and every
+// It does not start processes (tasks/internal/command does, and plugin/host a plugin's)
+// or decide when to stop them (the engine, the CLI and the plugin host do). Linux only: elsewhere /proc is missing and every
 // process reads as gone.
 package procgroup
 
@@ -110,8 +110,11 @@ func Survives(pgid int, start uint64) bool {
 }
 
 // Stop sends SIGTERM to group pgid, waits until the group is gone or grace has passed,
-// then sends SIGKILL.
+// then sends SIGKILL. The group is tracked meanwhile, so an exit that cannot wait
+// (KillTracked, a second Ctrl-C) kills it too: a survivor of an earlier run that a
+// resume is stopping is no command of this process's, and would run on.
 func Stop(pgid int, grace time.Duration) {
+	defer Track(pgid)()
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {

@@ -75,6 +75,33 @@ func TestKillTracked(t *testing.T) {
 	}
 }
 
+// TestStopIsTracked: a group Stop is waiting on (one that ignores SIGTERM, as a
+// resume's survivor may) is killed by KillTracked at once, not after the grace: a
+// second Ctrl-C then leaves nothing running.
+func TestStopIsTracked(t *testing.T) {
+	cmd := startGroup(t, "trap '' TERM; sleep 30 & wait")
+	pgid := cmd.Process.Pid
+	waitMember(t, pgid) // the trap is set
+	stopped := make(chan struct{})
+	go func() { Stop(pgid, time.Minute); close(stopped) }()
+	time.Sleep(200 * time.Millisecond) // Stop has sent SIGTERM, which the group ignores
+	if !Alive(pgid) {
+		t.Fatal("the group ended on SIGTERM: the test cannot show anything")
+	}
+	KillTracked()
+	waitGone(t, pgid)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop still waits after its group was killed")
+	}
+	tracked.Lock()
+	defer tracked.Unlock()
+	if n := tracked.live[pgid]; n != 0 {
+		t.Errorf("the stopped group is still tracked (%d)", n)
+	}
+}
+
 func TestParseStat(t *testing.T) {
 	fields := " 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 123456 0 0"
 	tests := []struct {

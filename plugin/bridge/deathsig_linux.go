@@ -5,9 +5,10 @@ import (
 	"syscall"
 )
 
-// setDeathSignal makes the kernel SIGKILL the host when flow dies, even by SIGKILL
-// (the host's plugins follow it the same way), and puts it in a process group of
-// its own, so a Ctrl-C reaches flow alone.
+// setDeathSignal makes the kernel SIGTERM the host when flow dies, even by SIGKILL:
+// the host catches it and SIGKILLs its plugins' process groups before it exits (a
+// SIGKILL of the host itself would leave what the plugins started running). It puts
+// the host in a process group of its own, so a Ctrl-C reaches flow alone.
 func setDeathSignal(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -179,14 +179,20 @@ func (h *hostProc) send(m *Message) error {
 }
 
 // close ends the connection, on which the host ends its plugins and exits; a host
-// that has not exited after closeWait is killed.
+// that has not exited after closeWait gets SIGTERM, on which it kills its plugins'
+// process groups, and SIGKILL a second later.
 func (h *hostProc) close() {
 	_ = h.conn.Close()
 	select {
 	case <-h.exited:
 	case <-time.After(closeWait):
-		_ = h.cmd.Process.Kill()
-		<-h.exited
+		_ = h.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-h.exited:
+		case <-time.After(time.Second):
+			_ = h.cmd.Process.Kill()
+			<-h.exited
+		}
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"syscall"
 )
 
-// setDeathSignal makes the kernel SIGKILL the plugin when flow dies, even by
-// SIGKILL, and puts it in a process group of its own, so a Ctrl-C reaches flow
-// alone and flow ends its plugins itself.
+// setDeathSignal makes the kernel SIGKILL the plugin when its host dies, and puts it
+// in a process group of its own, which the host ends with it (what the plugin started
+// is in it), so a Ctrl-C reaches flow alone and flow ends its plugins itself.
 func setDeathSignal(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -3,8 +3,12 @@
 // first), reads the schema of the types it serves and turns each into a tasks.Type
 // whose tasks call the plugin over gRPC. A plugin that crashes, hangs or breaks the
 // protocol fails the attempt that was using it, with its last stderr lines; the next
-// call starts it again. Close (or go-plugin's CleanupClients) ends every process it
-// started, and on Linux a SIGKILLed flow takes its plugins along (Pdeathsig).
+// call starts it again.
+//
+// A plugin runs in a process group of its own, and every process it starts is the
+// task's: Close, a cancelled call the plugin does not end in time (CancelGrace) and
+// KillPlugins (flow-plugin-host's answer to its death signal, so a SIGKILLed flow
+// takes them along) end the whole group, not the plugin alone.
 package host
 
 import (
@@ -17,11 +21,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/flowdev/flow/internal/procgroup"
 	"github.com/flowdev/flow/plugin"
 	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 )
@@ -47,6 +53,28 @@ type Process struct {
 	rpc     pluginpb.TaskPluginClient
 	version int    // the protocol version the running process speaks
 	sockDir string // the directory of its socket
+	group   group  // its process group
+}
+
+// group is the process group a plugin process leads: the plugin and whatever it
+// started, tracked (procgroup.Track) until it is ended, so KillPlugins reaches it.
+type group struct {
+	pgid    int
+	start   uint64 // the leader's start time: with pgid, this group and no later one
+	untrack func()
+}
+
+// kill SIGKILLs what is left of the group: go-plugin kills the plugin process alone,
+// and what it started would run on under PID 1.
+func (g *group) kill() {
+	if g.pgid == 0 {
+		return
+	}
+	if procgroup.Survives(g.pgid, g.start) {
+		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	}
+	g.untrack()
+	*g = group{}
 }
 
 // conn returns a client of the running plugin process, starting it when none runs.
@@ -87,6 +115,10 @@ func (p *Process) conn() (pluginpb.TaskPluginClient, error) {
 	})
 	p.client = client
 	rpcClient, err := client.Client()
+	if cmd.Process != nil {
+		info, _ := procgroup.Inspect(cmd.Process.Pid)
+		p.group = group{pgid: cmd.Process.Pid, start: info.Start, untrack: procgroup.Track(cmd.Process.Pid)}
+	}
 	if err != nil {
 		p.stop()
 		return nil, p.startError(err)
@@ -155,13 +187,33 @@ func (p *Process) Kill() {
 	sockets.tidy()
 }
 
-// stop ends the process (go-plugin's Shutdown, a kill 2 s later) and removes its
-// socket directory. The caller holds p.mu.
+// stopGroup ends the process group of the plugin process serving now if it is pgid:
+// SIGTERM, and SIGKILL after grace. A later call starts the plugin again.
+func (p *Process) stopGroup(pgid int, grace time.Duration) {
+	p.mu.Lock()
+	current := p.group
+	p.mu.Unlock()
+	if pgid == 0 || current.pgid != pgid || !procgroup.Survives(current.pgid, current.start) {
+		return
+	}
+	procgroup.Stop(pgid, grace)
+}
+
+// pgid is the process group of the plugin process serving now, 0 when none runs.
+func (p *Process) pgid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.group.pgid
+}
+
+// stop ends the process (go-plugin's Shutdown, a kill 2 s later) and what it started,
+// and removes its socket directory. The caller holds p.mu.
 func (p *Process) stop() {
 	if p.client != nil {
 		p.client.Kill()
 		p.client = nil
 	}
+	p.group.kill()
 	if p.sockDir != "" {
 		_ = os.RemoveAll(p.sockDir)
 		p.sockDir = ""

@@ -67,13 +67,27 @@ func (r *socketRoot) removeEmpty() {
 func sweepSockets() {
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), socketPrefix+"*"))
 	for _, m := range matches {
-		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(m), socketPrefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid == os.Getpid() || alive(pid) {
+		pid, ok := socketOwner(filepath.Base(m))
+		if !ok || pid == os.Getpid() || alive(pid) {
 			continue
 		}
 		_ = os.RemoveAll(m)
 	}
+}
+
+// socketOwner is the pid of the process whose socket root name is,
+// flow-plugins-PID-RANDOM; ok is false for any other name.
+func socketOwner(name string) (pid int, ok bool) {
+	rest, found := strings.CutPrefix(name, socketPrefix)
+	if !found {
+		return 0, false
+	}
+	pidText, _, found := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidText)
+	if !found || err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
 }
 
 // alive reports whether process pid exists (signal 0 finds it or is refused) and is

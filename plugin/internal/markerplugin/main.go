@@ -1,6 +1,7 @@
 // Command markerplugin is the plugin flow's end-to-end tests run: the marker task type
 // writes a file, its Check finds it already present (or different), its Destroy
-// removes it, and attributes make one instance crash the plugin or hang it.
+// removes it, and attributes make one instance crash the plugin, hang it, or run a
+// program it started (spawn) that outlives the plugin unless flow ends it.
 package main
 
 import (
@@ -8,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -28,6 +31,7 @@ type Marker struct {
 	Log     string         `hcl:"log,optional" doc:"File to which every write appends a line."`
 	Crash   bool           `hcl:"crash,optional" doc:"After delay, print to stderr and exit the plugin process."`
 	Hang    bool           `hcl:"hang,optional" doc:"Never return, ignoring cancellation."`
+	Spawn   string         `hcl:"spawn,optional" doc:"Start sleep 3600, write its pid to this file and wait for it, ignoring cancellation."`
 }
 
 func markerType() tasks.Type {
@@ -91,6 +95,19 @@ func (m *Marker) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 	case m.Hang:
 		fmt.Fprintf(env.Stdout, "hanging on %s\n", m.Path)
 		select {}
+	case m.Spawn != "":
+		// As a careless plugin would: exec.Command, not CommandContext, and no group.
+		cmd := exec.Command("sleep", "3600")
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(m.Spawn, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(env.Stdout, "started sleep, pid %d\n", cmd.Process.Pid)
+		if err := cmd.Wait(); err != nil {
+			return nil, fmt.Errorf("sleep: %w", err)
+		}
 	}
 	if err := os.WriteFile(m.Path, []byte(m.Content), 0o644); err != nil {
 		return nil, err
