@@ -60,6 +60,7 @@ type project struct {
 	dir   string
 	moves int
 	log   []string
+	seed  int64 // the history's seed, printed with a failure; 0: not named
 }
 
 func (p *project) flow(want []int, args ...string) result {
@@ -67,7 +68,7 @@ func (p *project) flow(want []int, args ...string) result {
 	r := runFlow(p.t, p.tag, p.dir, time.Minute, args...)
 	p.log = append(p.log, fmt.Sprintf("%s -> %d", strings.Join(args, " "), r.code))
 	if !slices.Contains(want, r.code) {
-		p.t.Fatalf("history:\n  %s\nexit %d, want %v\n%s", strings.Join(p.log, "\n  "), r.code, want, r.desc)
+		p.t.Fatalf("seed %d, history:\n  %s\nexit %d, want %v\n%s", p.seed, strings.Join(p.log, "\n  "), r.code, want, r.desc)
 	}
 	return r
 }

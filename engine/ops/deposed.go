@@ -47,15 +47,13 @@ func (op *runOp) markRerun(addr string) {
 }
 
 // carried is what addr's record holds still to be undone, as the walk starts its first
-// attempt: the deposed objects of the record the run builds on (the run resumed),
-// else of the live record an earlier run left.
+// attempt: the deposed objects of the live record (what earlier runs made and no run
+// undid, the run resumed included), unless this walk's record took them over already
+// (a cascade: cur.Holds).
 func carried(opts *walk.Options, addr string, cur *state.Instance) []*state.Instance {
-	var objs []*state.Instance
-	switch {
-	case len(cur.Deposed) > 0 || opts.Previous[addr] != nil:
-		objs = cur.Deposed
-	case opts.Made[addr] != nil:
-		objs = opts.Made[addr].Deposed
+	objs := cur.Deposed
+	if made := opts.Made[addr]; made != nil && !cur.Holds {
+		objs = made.Deposed
 	}
 	var out []*state.Instance
 	for _, obj := range objs {
@@ -112,9 +110,6 @@ func (op *runOp) cascade(ctx context.Context, w *walk.Walk, inst *plan.Instance,
 		}
 		dep := p.Instances[addr]
 		made := opts.Made[addr]
-		if opts.Previous[addr] != nil {
-			made = opts.Previous[addr]
-		}
 		objs := carried(opts, addr, w.Record(addr))
 		if made != nil && Ran(made) && made.HasObject() && keepReason(dep) == "" {
 			objs = append(objs, deposedObject(opts, made))

@@ -126,9 +126,9 @@ func objectsOf(rec *state.Instance) string {
 	return s
 }
 
-// TestCarried: a first attempt takes over the deposed objects of the record the run
-// resumes, else of the live record an earlier run left; a record that holds its own
-// wins.
+// TestCarried: a first attempt takes over the deposed objects of the live record (what
+// earlier runs made and no run undid), whatever record the walk builds on; a record a
+// cascade of this walk took over keeps its own.
 func TestCarried(t *testing.T) {
 	old := &state.Instance{Address: "a", Dir: "/old"}
 	older := &state.Instance{Address: "a", Dir: "/older"}
@@ -140,8 +140,9 @@ func TestCarried(t *testing.T) {
 		want     []string
 	}{
 		{"a new run carries the live record's", nil, &state.Instance{Deposed: []*state.Instance{older, old}}, &state.Instance{}, []string{"/older", "/old"}},
-		{"a resume takes its own record's", &state.Instance{}, &state.Instance{Deposed: []*state.Instance{older}}, &state.Instance{Deposed: []*state.Instance{old}}, []string{"/old"}},
-		{"a resume whose record holds none carries none", &state.Instance{}, &state.Instance{Deposed: []*state.Instance{older}}, &state.Instance{}, nil},
+		{"a resume: the live record is the run's own", &state.Instance{}, &state.Instance{Deposed: []*state.Instance{old}}, &state.Instance{Deposed: []*state.Instance{old}}, []string{"/old"}},
+		{"a run that builds on a record holding nothing carries the live record's", &state.Instance{}, &state.Instance{Deposed: []*state.Instance{older}}, &state.Instance{}, []string{"/older"}},
+		{"a cascade's record keeps its own", nil, &state.Instance{Deposed: []*state.Instance{older}}, &state.Instance{Holds: true, Deposed: []*state.Instance{old}}, []string{"/old"}},
 		{"nothing made", nil, nil, &state.Instance{}, nil},
 	}
 	for _, tt := range tests {

@@ -19,11 +19,13 @@ func undoesOnReplace(inst *plan.Instance, prev *state.Instance) bool {
 	return Ran(prev) && keepReason(inst) == ""
 }
 
-// replaced is the record of what a replace of addr undoes: the one the run builds on,
-// else what an earlier run made (a new run, which builds on none).
+// replaced is the record of what a replace of addr undoes: what earlier runs made and
+// no run undid (the live record), never the record the run builds on as such, which
+// may hold nothing (an instance a failed orphan walk only looked at).
+// A walk given no live set (Made nil) takes the record it builds on for it.
 func replaced(opts *walk.Options, addr string) *state.Instance {
-	if prev := opts.Previous[addr]; prev != nil {
-		return prev
+	if opts.Made == nil {
+		return opts.Previous[addr]
 	}
 	return opts.Made[addr]
 }

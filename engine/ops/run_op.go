@@ -41,7 +41,10 @@ var _ walk.Operation = (*runOp)(nil)
 // for in this run, so the run's graph can be drawn (flow ui).
 func (*runOp) Initial(inst *plan.Instance, prev *state.Instance) *state.Instance {
 	rec := &state.Instance{Address: inst.Addr, Type: inst.Task.Type, Status: state.Pending}
-	if prev != nil {
+	// A record an orphans' walk wrote (Removed) holds no object of the instance (its
+	// undo's outcome only): the instance, back in the flow, starts afresh, and the
+	// live record keeps what it made.
+	if prev != nil && !prev.Removed {
 		cp := *prev
 		rec = &cp
 	}

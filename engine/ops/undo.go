@@ -370,6 +370,9 @@ func (u *undoOp) Finish(w *walk.Walk, o walk.Outcome) {
 		case outcomeKept:
 			rec.Status, rec.Reason = state.Skipped, res.reason
 			line = fmt.Sprintf("%s: %s", addr, res.reason)
+			// Kept only because what depends on it stays: not a removal the state
+			// forgets (LiveInstances), so a later run or destroy undoes it.
+			rec.Removed = rec.Removed && !res.blocks
 		case outcomeSucceeded:
 			rec.Status, rec.FinishedAt = state.Succeeded, timePtr(res.finished)
 			line = fmt.Sprintf("%s: destroyed in %s", addr, elapsed)
