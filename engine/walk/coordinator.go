@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -41,6 +42,41 @@ func (q *readyQueue) Pop() any {
 // retryDue puts an instance back in the ready queue after its backoff.
 type retryDue queued
 
+// Leaser is a Checkpointer whose writer's lock can be lost or fall in doubt (a
+// PostgreSQL state: its connection broke, or another writer took it over);
+// *state.Store is the real one. The walk starts no attempt unless Lease says held.
+type Leaser interface {
+	// Lease reports, without I/O, whether the lock is confirmed now; lost is non-nil
+	// (a *state.FencedError) once another writer took the state over, for good.
+	Lease() (held bool, lost error)
+	// ConfirmLease confirms the lock with a round trip, waiting out a broken
+	// connection; it fails with the *state.FencedError once the state was taken over.
+	ConfirmLease() error
+}
+
+// leaseChecked carries the outcome of a ConfirmLease back to the walk's goroutine.
+type leaseChecked struct{ err error }
+
+// stored is the walk's Checkpointer, remembering what it made durable: after a
+// checkpoint failed, the result counts each instance as the state holds it.
+type stored struct {
+	Checkpointer
+	mu   sync.Mutex
+	recs map[string]state.Instance
+}
+
+func (s *stored) Commit(runID uint64, run *state.Run, instances []*state.Instance, logs map[string][]byte) error {
+	err := s.Checkpointer.Commit(runID, run, instances, logs)
+	if err == nil {
+		s.mu.Lock()
+		for _, rec := range instances {
+			s.recs[rec.Address] = *rec
+		}
+		s.mu.Unlock()
+	}
+	return err
+}
+
 // performed carries a worker's outcome back to the walk's goroutine.
 type performed struct{ Outcome }
 
@@ -54,6 +90,12 @@ type coordinator struct {
 	tasksCtx context.Context
 	events   chan any
 	commit   *committer
+	stored   *stored
+	cancel   context.CancelFunc // cancels tasksCtx
+	// lease is the store's lock when it can be lost (nil: a file's cannot);
+	// confirming is set while a ConfirmLease runs.
+	lease      Leaser
+	confirming bool
 
 	waiting  map[string]int           // unfinished dependencies per instance
 	values   map[string]cty.Value     // finished instances, as dependents see them
@@ -93,8 +135,11 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
 		backoff: map[string]*time.Timer{}}
 	c.walk = &Walk{c: c}
+	c.cancel = cancelTasks
+	c.lease, _ = r.opts.Store.(Leaser)
 	c.values = r.shape.Op.Values(r.plan)
-	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
+	c.stored = &stored{Checkpointer: r.opts.Store, recs: map[string]state.Instance{}}
+	c.commit = newCommitter(c.stored, r.opts.RunID, c.events)
 	c.recordPending()
 	for _, addr := range r.shape.Order {
 		c.waiting[addr] = r.waitsFor(addr)
@@ -106,7 +151,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	defer ticker.Stop()
 	done := ctx.Done()
 	for {
-		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 {
+		// No new work without a confirmed lock: an attempt starts only while the store's
+		// lease is held (c.leased asks for a confirmation when it is not).
+		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 && c.leased() {
 			q := heap.Pop(&c.ready).(queued)
 			if c.atBound(q) {
 				continue
@@ -207,6 +254,11 @@ func (c *coordinator) handle(ev any) {
 		c.end(ev.Outcome)
 	case committed:
 		c.inflight -= len(ev.addrs)
+		var fe *state.FencedError
+		if errors.As(ev.err, &fe) {
+			c.takenOver(ev.err)
+			return
+		}
 		if ev.err != nil {
 			c.fatal, c.stopping = fmt.Errorf("write checkpoint: %w", ev.err), true
 			c.abandonBackoffs(state.Failed)
@@ -215,12 +267,58 @@ func (c *coordinator) handle(ev any) {
 		for _, addr := range ev.addrs {
 			c.release(addr)
 		}
+	case leaseChecked:
+		c.confirming = false
+		var fe *state.FencedError
+		switch {
+		case errors.As(ev.err, &fe):
+			c.takenOver(ev.err)
+		case ev.err != nil && c.fatal == nil:
+			c.fatal, c.stopping = fmt.Errorf("confirm the state's lock: %w", ev.err), true
+			c.abandonBackoffs(state.Failed)
+		}
 	case retryDue:
 		if _, ok := c.backoff[ev.inst.Addr]; ok { // gone if abandoned meanwhile
 			delete(c.backoff, ev.inst.Addr)
 			c.push(ev.inst, ev.attempt)
 		}
 	}
+}
+
+// leased reports whether the store's lock is confirmed, so that an attempt may start.
+// While it is in doubt one ConfirmLease runs (its outcome comes back as leaseChecked,
+// and the walk tries again then); once it is lost the walk stops (takenOver).
+func (c *coordinator) leased() bool {
+	if c.lease == nil {
+		return true
+	}
+	held, lost := c.lease.Lease()
+	switch {
+	case lost != nil:
+		c.takenOver(lost)
+		return false
+	case held:
+		return true
+	}
+	if !c.confirming {
+		c.confirming = true
+		go func() { c.events <- leaseChecked{c.lease.ConfirmLease()} }()
+	}
+	return false
+}
+
+// takenOver stops the walk as a Ctrl-C would, and says so at once, when another writer
+// took the state over: nothing more starts, running attempts are cancelled and what
+// waits out a retry ends interrupted; the walk's error is err.
+func (c *coordinator) takenOver(err error) {
+	var fe *state.FencedError
+	if errors.As(c.fatal, &fe) {
+		return // said already
+	}
+	c.fatal, c.stopping = err, true
+	c.say("%v: stopping the running tasks, starting nothing more", err)
+	c.cancel() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
+	c.abandonBackoffs(state.Interrupted)
 }
 
 // release lets what waits for addr in the walk start once all it waits for is durable.
@@ -346,7 +444,34 @@ func (c *coordinator) finish() (*Result, error) {
 	} else if err != nil {
 		err = fmt.Errorf("write checkpoint: %w", err)
 	}
+	if err != nil {
+		c.asStored(res)
+	}
 	return res, errors.Join(err)
+}
+
+// asStored makes res's records what the state holds after a checkpoint failed: an
+// instance's last durable record, else its record from before the walk, else pending.
+// A success that could not be committed is not counted as one; a record left running
+// counts as interrupted, as the ended run shows it.
+func (c *coordinator) asStored(res *Result) {
+	c.stored.mu.Lock()
+	defer c.stored.mu.Unlock()
+	for i, rec := range res.Records {
+		cp, ok := c.stored.recs[rec.Address]
+		switch prev := c.opts.Previous[rec.Address]; {
+		case ok:
+		case prev != nil:
+			cp = *prev
+		default:
+			cp = *rec
+			cp.Status = state.Pending
+		}
+		if cp.Status == state.Running {
+			cp.Status = state.Interrupted
+		}
+		res.Records[i] = &cp
+	}
 }
 
 // result is the walk's outcome from the records as they stand, judged by its
