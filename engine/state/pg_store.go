@@ -37,6 +37,87 @@ type pgStore struct {
 	conn   *pgx.Conn // nil after a break until the next call connects
 	holder Holder    // the writer's; Epoch is its fencing epoch
 	closed bool
+
+	// The writer's lease, read without mu (a call holds mu through a whole outage).
+	leaseMu   sync.Mutex
+	confirmed time.Time // when the last round trip that confirmed the lock was sent; zero while in doubt
+	lost      error     // the *FencedError once another writer took the state over
+	giveUpAt  time.Time // set by giveUpWithin: no call waits for a broken connection past it
+}
+
+// leaseFor is how long a round trip that confirmed the writer's lock (any call on its
+// locked session, a reconnection that found its epoch unchanged) vouches for it: a
+// writer starts new work only within leaseFor of such a round trip (Store.Lease).
+const leaseFor = 2 * time.Second
+
+// confirm renews the lease as of sent, when the round trip that confirmed it was sent.
+func (p *pgStore) confirm(sent time.Time) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if p.lost == nil && sent.After(p.confirmed) {
+		p.confirmed = sent
+	}
+}
+
+// doubt ends the lease: the writer's connection broke, so its lock may be gone.
+func (p *pgStore) doubt() {
+	p.leaseMu.Lock()
+	p.confirmed = time.Time{}
+	p.leaseMu.Unlock()
+}
+
+// lose ends the lease for good: another writer took the state over.
+func (p *pgStore) lose(err error) {
+	p.leaseMu.Lock()
+	p.confirmed, p.lost = time.Time{}, err
+	p.leaseMu.Unlock()
+}
+
+// lease reports whether the lock was confirmed within leaseFor and not doubted since,
+// and the *FencedError once it is lost.
+func (p *pgStore) lease() (bool, error) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if p.lost != nil {
+		return false, p.lost
+	}
+	return !p.confirmed.IsZero() && time.Since(p.confirmed) < leaseFor, nil
+}
+
+// confirmLease is one round trip that checks the writer's epoch (reconnecting as any
+// call does), which renews the lease.
+func (p *pgStore) confirmLease() error {
+	return p.do(func(ctx context.Context, conn *pgx.Conn) error {
+		var epoch int64
+		if err := conn.QueryRow(ctx, "SELECT epoch FROM "+p.loc.table("states")+" WHERE name = $1", p.loc.name).Scan(&epoch); err != nil {
+			return err
+		}
+		if epoch != p.holder.Epoch {
+			return &FencedError{Location: p.loc.display, Epoch: p.holder.Epoch}
+		}
+		return nil
+	})
+}
+
+// giveUpWithin bounds every call's wait for a broken connection, the ones waiting now
+// included, to d from now.
+func (p *pgStore) giveUpWithin(d time.Duration) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if at := time.Now().Add(d); p.giveUpAt.IsZero() || at.Before(p.giveUpAt) {
+		p.giveUpAt = at
+	}
+}
+
+// deadline is the end of a call's wait for a broken connection that began at start.
+func (p *pgStore) deadline(start time.Time) (time.Time, bool) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	d := start.Add(p.retryFor)
+	if !p.giveUpAt.IsZero() && p.giveUpAt.Before(d) {
+		return p.giveUpAt, true
+	}
+	return d, false
 }
 
 // maxAddress is the longest instance address either backend stores (bbolt's
@@ -79,10 +160,12 @@ func openPG(loc string, opts Options) (*Store, error) {
 	if lockWait <= 0 {
 		lockWait = defaultLockTimeout
 	}
+	locking := time.Now()
 	if err := p.lock(ctx, opts.FirstRun, lockWait); err != nil {
 		conn.Close(ctx)
 		return nil, err
 	}
+	p.confirm(locking)
 	st := &Store{path: loc, pg: p}
 	if err := st.refuseMoved(); err != nil {
 		st.Close()
@@ -186,26 +269,33 @@ func (p *pgStore) close() error {
 
 // do runs fn on the connection, connecting again (and, for the writer, taking its
 // lock back if nobody took the state over) while the connection is broken, for at
-// most retryFor.
+// most retryFor (less after giveUpWithin). For the writer, each round trip of fn that
+// succeeds renews the lease, a break puts it in doubt and a refusal by the fence (or
+// a reconnection that finds another epoch) loses it: every later call then fails at
+// once with the same *FencedError. Waiting hears of a break once, and of the
+// connection being back only after a call on it succeeded (for the writer, after the
+// reconnection re-confirmed its epoch).
 func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
 	}
+	if _, lost := p.lease(); lost != nil {
+		return lost
+	}
 	ctx := context.Background()
-	deadline := time.Now().Add(p.retryFor)
+	began := time.Now()
 	var last error
 	told := false
-	defer func() {
-		if told && p.waiting != nil {
-			p.waiting(nil, 0)
-		}
-	}()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		deadline, gaveUp := p.deadline(began)
 		if p.conn == nil {
-			if err := p.reconnect(ctx); err != nil {
+			if err := p.reconnect(ctx, deadline); err != nil {
 				var fe *FencedError
+				if errors.As(err, &fe) {
+					p.lose(fe)
+				}
 				if errors.As(err, &fe) || !retryable(err) {
 					return err
 				}
@@ -213,29 +303,51 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 			}
 		}
 		if p.conn != nil {
+			sent := time.Now()
 			err := fn(ctx, p.conn)
+			var fe *FencedError
+			if isFenceError(err) {
+				err = &FencedError{Location: p.loc.display, Epoch: p.holder.Epoch}
+			}
+			if errors.As(err, &fe) && !p.readOnly {
+				p.lose(fe)
+				return err
+			}
 			if err == nil || !retryable(err) && !p.conn.IsClosed() {
-				if isFenceError(err) {
-					return &FencedError{Location: p.loc.display, Epoch: p.holder.Epoch}
+				if !p.readOnly {
+					p.confirm(sent) // an answer on the locked session: the lock is still ours
+				}
+				if told && p.waiting != nil {
+					p.waiting(nil, 0)
 				}
 				return err
 			}
 			last = err
 			p.conn.Close(ctx)
 			p.conn = nil
+			if !p.readOnly {
+				p.doubt()
+			}
 		}
 		if !told && p.waiting != nil {
 			p.waiting(last, time.Until(deadline))
 			told = true
 		}
 		if time.Now().Add(wait).After(deadline) {
+			if gaveUp {
+				return fmt.Errorf("state %s: the connection broke and the run, interrupted, stopped waiting for it: %w", p.loc.display, last)
+			}
 			return fmt.Errorf("state %s: the connection broke and did not come back within %s: %w", p.loc.display, p.retryFor, last)
 		}
 		time.Sleep(wait)
 	}
 }
 
-func (p *pgStore) reconnect(ctx context.Context) error {
+// reconnect connects again (bounded by deadline, and by 10 s a try) and, for the
+// writer, takes its lock back under the same epoch.
+func (p *pgStore) reconnect(ctx context.Context, deadline time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, max(min(time.Until(deadline), 10*time.Second), time.Second))
+	defer cancel()
 	conn, err := p.loc.connect(ctx)
 	if err != nil {
 		return err
