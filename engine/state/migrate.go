@@ -80,16 +80,11 @@ func Migrate(src, dst string) (*MigrateResult, error) {
 // file writable (exclusive flock; bbolt writes nothing until a transaction), a
 // PostgreSQL state as a writer does (a new epoch, this process recorded as holder),
 // so `flow state lock` names the migration, a second writer is refused naming it,
-// and a writer that held the state before is fenced out.
+// and a writer that held the state before is fenced out. A broken connection is taken
+// back as a writer's is, only under the same epoch: no writer can have changed src
+// in between.
 func openSource(src string) (*Store, error) {
-	s, err := Open(src, Options{})
-	if err != nil {
-		return nil, err
-	}
-	if s.pg != nil {
-		s.pg.retryFor = 1 // fail at the first break rather than wait through the copy
-	}
-	return s, nil
+	return Open(src, Options{})
 }
 
 func countRuns(loc string) (int, error) {

@@ -271,7 +271,7 @@ func (p *pgStore) close() error {
 // lock back if nobody took the state over) while the connection is broken, for at
 // most retryFor (less after giveUpWithin). For the writer, each round trip of fn that
 // succeeds renews the lease, a break puts it in doubt and a refusal by the fence (or
-// a reconnection that finds another epoch) loses it: every later call then fails at
+// a reconnection that finds another epoch) loses it: every later write then fails at
 // once with the same *FencedError. Waiting hears of a break once, and of the
 // connection being back only after a call on it succeeded (for the writer, after the
 // reconnection re-confirmed its epoch).
@@ -280,9 +280,6 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
-	}
-	if _, lost := p.lease(); lost != nil {
-		return lost
 	}
 	ctx := context.Background()
 	began := time.Now()
@@ -335,7 +332,7 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 		}
 		if time.Now().Add(wait).After(deadline) {
 			if gaveUp {
-				return fmt.Errorf("state %s: the connection broke and the run, interrupted, stopped waiting for it: %w", p.loc.display, last)
+				return fmt.Errorf("state %s: the connection broke, and the wait for it was cut short: %w", p.loc.display, last)
 			}
 			return fmt.Errorf("state %s: the connection broke and did not come back within %s: %w", p.loc.display, p.retryFor, last)
 		}
@@ -406,6 +403,9 @@ func pgxIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 func (p *pgStore) write(build func(b *pgx.Batch)) error {
 	if p.readOnly {
 		return errors.New("state opened read-only")
+	}
+	if _, lost := p.lease(); lost != nil {
+		return lost
 	}
 	return p.do(func(ctx context.Context, conn *pgx.Conn) error {
 		b := &pgx.Batch{}
