@@ -37,6 +37,7 @@ type pgStore struct {
 	conn   *pgx.Conn // nil after a break until the next call connects
 	holder Holder    // the writer's; Epoch is its fencing epoch
 	closed bool
+	down   bool // Waiting was told of a break and not yet of the connection back
 
 	// The writer's lease, read without mu (a call holds mu through a whole outage).
 	leaseMu   sync.Mutex
@@ -272,9 +273,9 @@ func (p *pgStore) close() error {
 // most retryFor (less after giveUpWithin). For the writer, each round trip of fn that
 // succeeds renews the lease, a break puts it in doubt and a refusal by the fence (or
 // a reconnection that finds another epoch) loses it: every later write then fails at
-// once with the same *FencedError. Waiting hears of a break once, and of the
-// connection being back only after a call on it succeeded (for the writer, after the
-// reconnection re-confirmed its epoch).
+// once with the same *FencedError. Waiting hears of an outage once, however many
+// calls wait through it, and of the connection being back only after a call on it
+// succeeded (for the writer, after the reconnection re-confirmed its epoch).
 func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -284,7 +285,6 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	ctx := context.Background()
 	began := time.Now()
 	var last error
-	told := false
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		deadline, gaveUp := p.deadline(began)
 		if p.conn == nil {
@@ -314,9 +314,10 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 				if !p.readOnly {
 					p.confirm(sent) // an answer on the locked session: the lock is still ours
 				}
-				if told && p.waiting != nil {
+				if p.down && p.waiting != nil {
 					p.waiting(nil, 0)
 				}
+				p.down = false
 				return err
 			}
 			last = err
@@ -326,10 +327,10 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 				p.doubt()
 			}
 		}
-		if !told && p.waiting != nil {
+		if !p.down && p.waiting != nil {
 			p.waiting(last, time.Until(deadline))
-			told = true
 		}
+		p.down = true
 		if time.Now().Add(wait).After(deadline) {
 			if gaveUp {
 				return fmt.Errorf("state %s: the connection broke, and the wait for it was cut short: %w", p.loc.display, last)

@@ -54,6 +54,13 @@ type Leaser interface {
 	ConfirmLease() error
 }
 
+// unstarted is an attempt a worker gave back without performing it: the lease was no
+// longer held when it was about to act.
+type unstarted struct {
+	inst    *plan.Instance
+	attempt int
+}
+
 // leaseChecked carries the outcome of a ConfirmLease back to the walk's goroutine.
 type leaseChecked struct{ err error }
 
@@ -230,6 +237,15 @@ func (c *coordinator) start(inst *plan.Instance, attempt int) {
 	c.reportAt[inst.Addr] = c.opts.ProgressEvery
 	ectx, diags := c.shape.Op.Context(c.walk, inst)
 	go func() {
+		// The worker checks the lease again just before it acts, since the process may
+		// have been paused between the coordinator's check and here: if it is no longer
+		// held, the attempt goes back to the coordinator unstarted.
+		if c.lease != nil {
+			if held, _ := c.lease.Lease(); !held {
+				c.events <- unstarted{inst, attempt}
+				return
+			}
+		}
 		c.events <- performed{c.shape.Op.Perform(c.tasksCtx, c.walk, inst, attempt, ectx, diags)}
 	}()
 }
@@ -267,6 +283,12 @@ func (c *coordinator) handle(ev any) {
 		for _, addr := range ev.addrs {
 			c.release(addr)
 		}
+	case unstarted:
+		c.running--
+		c.unbound(ev.inst.Task)
+		delete(c.started, ev.inst.Addr)
+		delete(c.reportAt, ev.inst.Addr)
+		c.push(ev.inst, ev.attempt) // ready again: it starts once the lease is confirmed
 	case leaseChecked:
 		c.confirming = false
 		var fe *state.FencedError
