@@ -130,8 +130,11 @@ type coordinator struct {
 // does and how it ends. Cancelling ctx interrupts running attempts; the walk then
 // starts nothing more or lets the operation settle the rest, as the operation says
 // (StopsOnInterrupt). Each result is checkpointed, so an interrupted walk continues
-// where it stopped. The error is non-nil only when checkpoints could not be written
-// (then nothing new starts); task failures are in the Result.
+// where it stopped. When the store is a Leaser, an attempt starts only while its lease
+// is held; once the state was taken over, the walk stops as on an interrupt and the
+// error is the *state.FencedError. The error is non-nil only when checkpoints could not
+// be written or the lock was lost (then nothing new starts, and the Result's records are
+// what the state holds); task failures are in the Result.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	tasksCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
