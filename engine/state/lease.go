@@ -14,7 +14,10 @@ const LeaseFor = leaseFor
 // held only if a round trip on its locked session (any call, or a reconnection that
 // found the state's epoch still the writer's) was sent less than LeaseFor ago and no
 // call saw the connection break since; otherwise it is in doubt until ConfirmLease
-// succeeds. lost is the *FencedError once another writer took the state over: held
+// succeeds. A writer that took the lock from a holder whose session ended without it
+// releasing the lock (a crash, a pause, a partition) holds no lease for LeaseFor after
+// it took the lock, until that holder's lease has run out: two writers never both hold
+// one. Close releases the lock and records that it did. lost is the *FencedError once another writer took the state over: held
 // is then false for good, and every later call fails with it. A read-only Store
 // holds no lock (held is false). Lease does no I/O and is safe for concurrent use,
 // also while another call waits for a broken connection.
@@ -29,7 +32,8 @@ func (s *Store) Lease() (held bool, lost error) {
 }
 
 // ConfirmLease renews a PostgreSQL writer's lease with one round trip that checks the
-// state's epoch is still the writer's. It waits for a broken connection as every call
+// state's epoch is still the writer's, after waiting out the previous holder's lease
+// (see Lease). It waits for a broken connection as every call
 // does (Options.RetryFor, less after GiveUpWithin) and takes the lock back only under
 // the same epoch; it returns the *FencedError if another writer took the state over.
 // On a file it does nothing.

@@ -175,3 +175,45 @@ func TestPGMigrationLock(t *testing.T) {
 		t.Errorf("after a fenced migration the source says moved to %q (%v)", id.MovedTo, err)
 	}
 }
+
+// TestPGTakeoverWaitsOutTheLease: a writer that took the lock from a holder whose
+// session ended without releasing it (paused, partitioned) holds no lease until the
+// old holder's has run out; after a holder that closed the state, at once.
+func TestPGTakeoverWaitsOutTheLease(t *testing.T) {
+	loc := pgState(t)
+	a, err := Open(loc, Options{RetryFor: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	terminate(t, backendPID(a))
+	b, err := Open(loc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Now()
+	if held, _ := b.Lease(); held {
+		t.Error("B holds a lease at once after taking the lock from a holder that did not release it")
+	}
+	if err := b.ConfirmLease(); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(took); waited < LeaseFor-200*time.Millisecond {
+		t.Errorf("B's lease was confirmed %s after it took the lock, want LeaseFor (%s)", waited, LeaseFor)
+	}
+	if held, _ := b.Lease(); !held {
+		t.Error("B holds no lease after ConfirmLease")
+	}
+	b.Close()
+	c := open(t, loc)
+	if held, _ := c.Lease(); !held {
+		t.Error("C holds no lease after B released the lock itself")
+	}
+	if info, err := Lock(loc); err != nil || info.Holder == nil || info.Holder.Released {
+		t.Errorf("Lock while C holds it = %+v, %v; want a holder not released", info, err)
+	}
+	c.Close()
+	if info, err := Lock(loc); err != nil || info.Held || info.Holder == nil || !info.Holder.Released {
+		t.Errorf("Lock after C closed = %+v, %v; want released", info, err)
+	}
+}

@@ -44,6 +44,7 @@ type pgStore struct {
 	confirmed time.Time // when the last round trip that confirmed the lock was sent; zero while in doubt
 	lost      error     // the *FencedError once another writer took the state over
 	giveUpAt  time.Time // set by giveUpWithin: no call waits for a broken connection past it
+	notBefore time.Time // the previous holder's lease may run until then: no lease before it
 }
 
 // leaseFor is how long a round trip that confirmed the writer's lock (any call on its
@@ -82,12 +83,19 @@ func (p *pgStore) lease() (bool, error) {
 	if p.lost != nil {
 		return false, p.lost
 	}
-	return !p.confirmed.IsZero() && time.Since(p.confirmed) < leaseFor, nil
+	now := time.Now()
+	return !p.confirmed.IsZero() && now.Sub(p.confirmed) < leaseFor && !now.Before(p.notBefore), nil
 }
 
 // confirmLease is one round trip that checks the writer's epoch (reconnecting as any
-// call does), which renews the lease.
+// call does), which renews the lease; it first waits out a previous holder's lease.
 func (p *pgStore) confirmLease() error {
+	p.leaseMu.Lock()
+	wait := time.Until(p.notBefore)
+	p.leaseMu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
 	return p.do(func(ctx context.Context, conn *pgx.Conn) error {
 		var epoch int64
 		if err := conn.QueryRow(ctx, "SELECT epoch FROM "+p.loc.table("states")+" WHERE name = $1", p.loc.name).Scan(&epoch); err != nil {
@@ -189,10 +197,10 @@ func (p *pgStore) lock(ctx context.Context, first *Run, lockWait time.Duration) 
 	// closed connection, a few milliseconds; wait up to lockWait for that, as a
 	// file's writer waits for its flock.
 	deadline := time.Now().Add(lockWait)
-	var created bool
+	var created, unreleased bool
 	for {
 		var err error
-		created, err = p.loc.tryLock(ctx, p.conn, &p.holder)
+		created, unreleased, err = p.loc.tryLock(ctx, p.conn, &p.holder)
 		if err == nil {
 			break
 		}
@@ -201,6 +209,13 @@ func (p *pgStore) lock(ctx context.Context, first *Run, lockWait time.Duration) 
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if unreleased {
+		// The previous holder's session ended without it releasing the lock: it may be
+		// paused and believe in its lease, which ran out at most leaseFor from now.
+		p.leaseMu.Lock()
+		p.notBefore = time.Now().Add(leaseFor)
+		p.leaseMu.Unlock()
 	}
 	if created && first != nil {
 		id, err := p.createRun(first)
@@ -262,7 +277,10 @@ func (p *pgStore) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if !p.readOnly {
-		// Best effort: the lock ends with the session anyway.
+		// Best effort: the lock ends with the session anyway. Released tells the next
+		// holder that this one will start nothing more: it need not wait out the lease.
+		p.conn.Exec(ctx, "UPDATE "+p.loc.table("states")+` SET holder = holder || '{"released": true}' WHERE name = $1 AND epoch = $2`,
+			p.loc.name, p.holder.Epoch)
 		p.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey(p.loc.schema, p.loc.name))
 	}
 	return p.conn.Close(ctx)
