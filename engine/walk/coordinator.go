@@ -65,11 +65,12 @@ type unstarted struct {
 type leaseChecked struct{ err error }
 
 // stored is the walk's Checkpointer, remembering what it made durable: after a
-// checkpoint failed, the result counts each instance as the state holds it.
+// checkpoint failed, the result counts each instance as the state holds it. It keeps
+// the committer's records, which are copies nobody changes once submitted.
 type stored struct {
 	Checkpointer
 	mu   sync.Mutex
-	recs map[string]state.Instance
+	recs map[string]*state.Instance
 }
 
 func (s *stored) Commit(runID uint64, run *state.Run, instances []*state.Instance, logs map[string][]byte) error {
@@ -77,7 +78,7 @@ func (s *stored) Commit(runID uint64, run *state.Run, instances []*state.Instanc
 	if err == nil {
 		s.mu.Lock()
 		for _, rec := range instances {
-			s.recs[rec.Address] = *rec
+			s.recs[rec.Address] = rec
 		}
 		s.mu.Unlock()
 	}
@@ -148,7 +149,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	c.cancel = cancelTasks
 	c.lease, _ = r.opts.Store.(Leaser)
 	c.values = r.shape.Op.Values(r.plan)
-	c.stored = &stored{Checkpointer: r.opts.Store, recs: map[string]state.Instance{}}
+	c.stored = &stored{Checkpointer: r.opts.Store, recs: make(map[string]*state.Instance, n)}
 	c.commit = newCommitter(c.stored, r.opts.RunID, c.events)
 	c.recordPending()
 	for _, addr := range r.shape.Order {
@@ -483,9 +484,10 @@ func (c *coordinator) asStored(res *Result) {
 	c.stored.mu.Lock()
 	defer c.stored.mu.Unlock()
 	for i, rec := range res.Records {
-		cp, ok := c.stored.recs[rec.Address]
-		switch prev := c.opts.Previous[rec.Address]; {
-		case ok:
+		var cp state.Instance
+		switch got, prev := c.stored.recs[rec.Address], c.opts.Previous[rec.Address]; {
+		case got != nil:
+			cp = *got
 		case prev != nil:
 			cp = *prev
 		default:
