@@ -86,6 +86,9 @@ func TestPostgresTakenOverStartsNothing(t *testing.T) {
 	if pa.code() == 0 || !strings.Contains(out, "taken over") {
 		t.Errorf("A did not fail saying the state was taken over:\n%s", pa.describe())
 	}
+	if !strings.Contains(pa.stdout.String(), "taken over by another flow") || !strings.Contains(pa.stdout.String(), "starting nothing more") {
+		t.Errorf("A's walk did not say at once that it stops, taken over:\n%s", pa.describe())
+	}
 	if strings.Contains(out, "is back") {
 		t.Errorf("A said its database was back though its lock was lost:\n%s", pa.describe())
 	}
