@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -104,6 +105,106 @@ func TestPostgresTakenOverStartsNothing(t *testing.T) {
 	}
 	if took > 5*time.Second {
 		t.Errorf("A took %s to stop after it was continued, want it at once", took)
+	}
+}
+
+// startsOf reads the start lines under dir ("TAG NANOSECONDS", one per start), by tag.
+func startsOf(t *testing.T, dir string) map[string][]time.Time {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := map[string][]time.Time{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			tag, ns, ok := strings.Cut(line, " ")
+			n, err := strconv.ParseInt(ns, 10, 64)
+			if !ok || err != nil {
+				t.Fatalf("mark line %q in %s", line, f)
+			}
+			starts[tag] = append(starts[tag], time.Unix(0, n))
+		}
+	}
+	return starts
+}
+
+// TestPostgresShortPauseNoOverlap: writer A is stopped for less than its lease (2 s)
+// while its session is ended and B takes the state over; A, continued at once, may
+// start an instance while its lease lasts, but B, which took the lock from a holder
+// that did not release it, starts nothing until that lease has run out: no instance
+// starts on A after B's first start, and A stops saying it was taken over.
+func TestPostgresShortPauseNoOverlap(t *testing.T) {
+	binary(t)
+	c := pgtest.Shared(t)
+	url := pgtest.Database(t) + "&state=shortpause"
+	marks := filepath.Join(t.TempDir(), "marks")
+	flowFile := testdata(t, "pg_many.hcl")
+	a, b := newMachine(t), newMachine(t)
+	tagA, tagB := newTag(t), newTag(t)
+
+	pa := a.start(t, tagA, "run", flowFile, "--state", url, "--parallelism", "4", "--var", "marks="+marks)
+	waitPGStatus(t, b, tagB, url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 20 })
+	if err := syscall.Kill(pa.pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	defer syscall.Kill(pa.pid(), syscall.SIGCONT)
+	r := b.flow(t, tagB, "state", "lock", "--json", "--state", url)
+	var lock lockDoc
+	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pa.pid() {
+		t.Fatalf("state lock while A is stopped: %v\n%s", err, r.desc)
+	}
+	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
+		t.Fatal(err)
+	}
+	pb := b.start(t, tagB, "resume", "--state", url)
+	for { // continue A as soon as B holds the lock
+		r := b.flow(t, newTag(t), "state", "lock", "--json", "--state", url)
+		var l lockDoc
+		if json.Unmarshal([]byte(r.stdout), &l) == nil && l.Held && l.Holder != nil && l.Holder.PID == pb.pid() {
+			break
+		}
+		if pb.exited() || time.Since(stopped) > 30*time.Second {
+			t.Fatalf("B did not take the lock\n%s", pb.describe())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(pa.pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("A was stopped for %s", time.Since(stopped).Round(time.Millisecond))
+	if !pa.wait(20 * time.Second) {
+		t.Fatalf("A did not stop within 20 s of being continued\n%s", pa.describe())
+	}
+	if !pb.wait(120 * time.Second) {
+		t.Fatalf("B's resume did not finish\n%s", pb.describe())
+	}
+	if pb.code() != 0 {
+		t.Fatalf("B's resume failed:\n%s", pb.describe())
+	}
+	if pa.code() == 0 || !strings.Contains(pa.stdout.String()+pa.stderr.String(), "taken over") {
+		t.Errorf("A did not fail saying the state was taken over:\n%s", pa.describe())
+	}
+	starts := startsOf(t, marks)
+	if len(starts[tagB]) == 0 {
+		t.Fatal("B started nothing")
+	}
+	firstB := slices.MinFunc(starts[tagB], time.Time.Compare)
+	late := 0
+	for _, s := range starts[tagA] {
+		if !s.Before(firstB) {
+			late++
+		}
+	}
+	lastA := slices.MaxFunc(starts[tagA], time.Time.Compare)
+	t.Logf("A's last start %s before B's first", firstB.Sub(lastA).Round(time.Millisecond))
+	if late > 0 {
+		t.Errorf("%d instances started on A after B's first start", late)
 	}
 }
 
