@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -163,6 +164,19 @@ func (h *held) started(req *Request, s Start, w Progress) {
 	if req.Observer != nil {
 		req.Observer.Started(s, w)
 	}
+}
+
+// InterruptWait bounds how long an interrupted walk waits for the state's database:
+// after a Ctrl-C, no call on a PostgreSQL state waits more than InterruptWait for a
+// broken connection (those waiting already included), so an interrupt during an
+// outage ends the walk within InterruptWait plus the tasks' stop grace period; what
+// could not be written then stays unwritten, and the summary counts what was.
+const InterruptWait = 10 * time.Second
+
+// giveUpOnInterrupt bounds the state's waits by InterruptWait once ctx is cancelled,
+// until stop is called.
+func (h *held) giveUpOnInterrupt(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { h.store.GiveUpWithin(InterruptWait) })
 }
 
 func (h *held) close() {

@@ -51,6 +51,7 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	d := NewDestroyer(l.Plan, j.created, opts)
 	start.Instances = len(d.Snapshot())
 	h.started(&req, start, d)
+	defer h.giveUpOnInterrupt(ctx)()
 	live, err := ops.LiveInstances(h.store)
 	if err != nil {
 		return nil, err

@@ -165,6 +165,7 @@ func (s *Session) loadSelected(req *Request, path, dir string, base map[string]c
 // run, and records how it ended: a run of the whole flow with its last checkpoint, a
 // targeted one afterwards, since it may leave the run unfinished.
 func (s *Session) walkRun(ctx context.Context, req *Request, h *held, start Start, l *Loaded, plan *Plan, previous map[string]*state.Instance) (*Outcome, error) {
+	defer h.giveUpOnInterrupt(ctx)()
 	run := start.Run
 	var finish func(*Result) *state.Run
 	whole := len(plan.Order) == len(l.Plan.Order)

@@ -20,11 +20,12 @@ type MigrateResult struct {
 
 // Migrate copies the state at src (a file or a PostgreSQL URL) to dst, which must
 // not hold a state with runs: every run with its id, every instance record and
-// every captured log, byte for byte. It holds src's writer lock throughout, so no
-// run changes it meanwhile. The copy keeps src's lineage id (a file of an older
+// every captured log, byte for byte. It holds src's writer lock throughout, taken as
+// a writer takes it (for PostgreSQL: a new epoch, this process recorded as holder),
+// so no run changes it meanwhile and a writer that held it before is fenced out. The copy keeps src's lineage id (a file of an older
 // flow gets one) and names src as its origin. Only once the copy reads back equal
-// to src is src marked as moved (a moved state refuses writers and names dst);
-// nothing else of src changes. A copy that fails or does not verify is removed.
+// to src is src marked as moved, through the fence (a moved state refuses writers
+// and names dst); nothing else of src's records changes. A copy that fails or does not verify is removed.
 func Migrate(src, dst string) (*MigrateResult, error) {
 	if src == dst {
 		return nil, errors.New("the source and the destination are the same")
@@ -75,33 +76,15 @@ func Migrate(src, dst string) (*MigrateResult, error) {
 	return res, from.markMoved(Identity{Lineage: id.Lineage, MovedTo: Display(dst)})
 }
 
-// openSource opens src holding its writer lock without writing to it: a file
-// writable (exclusive flock; bbolt writes nothing until a transaction), a
-// PostgreSQL state read-only with the advisory lock taken on its connection.
+// openSource opens src holding its writer lock without writing to its records: a
+// file writable (exclusive flock; bbolt writes nothing until a transaction), a
+// PostgreSQL state as a writer does (a new epoch, this process recorded as holder),
+// so `flow state lock` names the migration, a second writer is refused naming it,
+// and a writer that held the state before is fenced out. A broken connection is taken
+// back as a writer's is, only under the same epoch: no writer can have changed src
+// in between.
 func openSource(src string) (*Store, error) {
-	if !IsURL(src) {
-		return Open(src, Options{})
-	}
-	s, err := Open(src, Options{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	p := s.pg
-	var ok bool
-	err = p.conn.QueryRow(context.Background(), "SELECT pg_try_advisory_lock($1)", lockKey(p.loc.schema, p.loc.name)).Scan(&ok)
-	if err == nil && !ok {
-		le := &LockedError{Path: p.loc.display}
-		if info, ierr := p.loc.lockInfo(context.Background(), p.conn); ierr == nil {
-			le.Holder = info.Holder
-		}
-		err = le
-	}
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	p.retryFor = 1 // a broken connection loses the lock: fail rather than copy unlocked
-	return s, nil
+	return Open(src, Options{})
 }
 
 func countRuns(loc string) (int, error) {
@@ -267,9 +250,9 @@ func (s *Store) markMoved(id Identity) error {
 		}
 		return s.setIdentity(id)
 	}
-	return s.pg.do(func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, "UPDATE "+s.pg.loc.table("states")+" SET moved_to = $2 WHERE name = $1", s.pg.loc.name, id.MovedTo)
-		return err
+	// Through the fence: a migration whose lock another writer took marks nothing.
+	return s.pg.write(func(b *pgx.Batch) {
+		b.Queue("UPDATE "+s.pg.loc.table("states")+" SET moved_to = $2 WHERE name = $1", s.pg.loc.name, id.MovedTo)
 	})
 }
 

@@ -30,6 +30,9 @@ type Holder struct {
 	Started    time.Time `json:"started"`
 	BackendPID uint32    `json:"backend_pid,omitempty"` // the holder's server process
 	Epoch      int64     `json:"epoch,omitempty"`
+	// Released is set when the holder closed the state itself; a holder whose session
+	// ended otherwise (a crash, a pause, a partition) may still believe in its lease.
+	Released bool `json:"released,omitempty"`
 }
 
 func (h *Holder) String() string {
@@ -75,12 +78,13 @@ func thisHolder() Holder {
 
 // tryLock takes the writer lock of the location on conn without waiting. On success
 // it creates the state's row if missing (created reports it), bumps the epoch,
-// records h as holder and returns the new epoch. If another session holds the lock
-// it returns a *LockedError naming the holder.
-func (l *pgLocation) tryLock(ctx context.Context, conn *pgx.Conn, h *Holder) (created bool, err error) {
+// records h as holder and returns the new epoch; unreleased reports that the previous
+// holder did not release the lock itself (its lease may still run). If another session
+// holds the lock it returns a *LockedError naming the holder.
+func (l *pgLocation) tryLock(ctx context.Context, conn *pgx.Conn, h *Holder) (created, unreleased bool, err error) {
 	var ok bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", lockKey(l.schema, l.name)).Scan(&ok); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if !ok {
 		le := &LockedError{Path: l.display}
@@ -90,7 +94,7 @@ func (l *pgLocation) tryLock(ctx context.Context, conn *pgx.Conn, h *Holder) (cr
 		if le.Holder != nil {
 			le.PID = le.Holder.PID
 		}
-		return false, le
+		return false, false, le
 	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, "INSERT INTO "+l.table("states")+" (name, lineage) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -99,6 +103,14 @@ func (l *pgLocation) tryLock(ctx context.Context, conn *pgx.Conn, h *Holder) (cr
 			return err
 		}
 		created = tag.RowsAffected() == 1
+		var prev []byte
+		if err := tx.QueryRow(ctx, "SELECT holder FROM "+l.table("states")+" WHERE name = $1 FOR UPDATE", l.name).Scan(&prev); err != nil {
+			return err
+		}
+		if prev != nil {
+			var old Holder
+			unreleased = json.Unmarshal(prev, &old) != nil || !old.Released
+		}
 		h.BackendPID = conn.PgConn().PID()
 		if err := tx.QueryRow(ctx, "UPDATE "+l.table("states")+" SET epoch = epoch + 1 WHERE name = $1 RETURNING epoch",
 			l.name).Scan(&h.Epoch); err != nil {
@@ -113,9 +125,9 @@ func (l *pgLocation) tryLock(ctx context.Context, conn *pgx.Conn, h *Holder) (cr
 	})
 	if err != nil {
 		conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey(l.schema, l.name))
-		return false, err
+		return false, false, err
 	}
-	return created, nil
+	return created, unreleased, nil
 }
 
 // relock takes the lock again on a new connection after the old one broke, if

@@ -37,6 +37,96 @@ type pgStore struct {
 	conn   *pgx.Conn // nil after a break until the next call connects
 	holder Holder    // the writer's; Epoch is its fencing epoch
 	closed bool
+	down   bool // Waiting was told of a break and not yet of the connection back
+
+	// The writer's lease, read without mu (a call holds mu through a whole outage).
+	leaseMu   sync.Mutex
+	confirmed time.Time // when the last round trip that confirmed the lock was sent; zero while in doubt
+	lost      error     // the *FencedError once another writer took the state over
+	giveUpAt  time.Time // set by giveUpWithin: no call waits for a broken connection past it
+	notBefore time.Time // the previous holder's lease may run until then: no lease before it
+}
+
+// leaseFor is how long a round trip that confirmed the writer's lock (any call on its
+// locked session, a reconnection that found its epoch unchanged) vouches for it: a
+// writer starts new work only within leaseFor of such a round trip (Store.Lease).
+const leaseFor = 2 * time.Second
+
+// confirm renews the lease as of sent, when the round trip that confirmed it was sent.
+func (p *pgStore) confirm(sent time.Time) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if p.lost == nil && sent.After(p.confirmed) {
+		p.confirmed = sent
+	}
+}
+
+// doubt ends the lease: the writer's connection broke, so its lock may be gone.
+func (p *pgStore) doubt() {
+	p.leaseMu.Lock()
+	p.confirmed = time.Time{}
+	p.leaseMu.Unlock()
+}
+
+// lose ends the lease for good: another writer took the state over.
+func (p *pgStore) lose(err error) {
+	p.leaseMu.Lock()
+	p.confirmed, p.lost = time.Time{}, err
+	p.leaseMu.Unlock()
+}
+
+// lease reports whether the lock was confirmed within leaseFor and not doubted since,
+// and the *FencedError once it is lost.
+func (p *pgStore) lease() (bool, error) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if p.lost != nil {
+		return false, p.lost
+	}
+	now := time.Now()
+	return !p.confirmed.IsZero() && now.Sub(p.confirmed) < leaseFor && !now.Before(p.notBefore), nil
+}
+
+// confirmLease is one round trip that checks the writer's epoch (reconnecting as any
+// call does), which renews the lease; it first waits out a previous holder's lease.
+func (p *pgStore) confirmLease() error {
+	p.leaseMu.Lock()
+	wait := time.Until(p.notBefore)
+	p.leaseMu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	return p.do(func(ctx context.Context, conn *pgx.Conn) error {
+		var epoch int64
+		if err := conn.QueryRow(ctx, "SELECT epoch FROM "+p.loc.table("states")+" WHERE name = $1", p.loc.name).Scan(&epoch); err != nil {
+			return err
+		}
+		if epoch != p.holder.Epoch {
+			return &FencedError{Location: p.loc.display, Epoch: p.holder.Epoch}
+		}
+		return nil
+	})
+}
+
+// giveUpWithin bounds every call's wait for a broken connection, the ones waiting now
+// included, to d from now.
+func (p *pgStore) giveUpWithin(d time.Duration) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	if at := time.Now().Add(d); p.giveUpAt.IsZero() || at.Before(p.giveUpAt) {
+		p.giveUpAt = at
+	}
+}
+
+// deadline is the end of a call's wait for a broken connection that began at start.
+func (p *pgStore) deadline(start time.Time) (time.Time, bool) {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	d := start.Add(p.retryFor)
+	if !p.giveUpAt.IsZero() && p.giveUpAt.Before(d) {
+		return p.giveUpAt, true
+	}
+	return d, false
 }
 
 // maxAddress is the longest instance address either backend stores (bbolt's
@@ -79,10 +169,12 @@ func openPG(loc string, opts Options) (*Store, error) {
 	if lockWait <= 0 {
 		lockWait = defaultLockTimeout
 	}
+	locking := time.Now()
 	if err := p.lock(ctx, opts.FirstRun, lockWait); err != nil {
 		conn.Close(ctx)
 		return nil, err
 	}
+	p.confirm(locking)
 	st := &Store{path: loc, pg: p}
 	if err := st.refuseMoved(); err != nil {
 		st.Close()
@@ -105,10 +197,10 @@ func (p *pgStore) lock(ctx context.Context, first *Run, lockWait time.Duration) 
 	// closed connection, a few milliseconds; wait up to lockWait for that, as a
 	// file's writer waits for its flock.
 	deadline := time.Now().Add(lockWait)
-	var created bool
+	var created, unreleased bool
 	for {
 		var err error
-		created, err = p.loc.tryLock(ctx, p.conn, &p.holder)
+		created, unreleased, err = p.loc.tryLock(ctx, p.conn, &p.holder)
 		if err == nil {
 			break
 		}
@@ -117,6 +209,13 @@ func (p *pgStore) lock(ctx context.Context, first *Run, lockWait time.Duration) 
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if unreleased {
+		// The previous holder's session ended without it releasing the lock: it may be
+		// paused and believe in its lease, which ran out at most leaseFor from now.
+		p.leaseMu.Lock()
+		p.notBefore = time.Now().Add(leaseFor)
+		p.leaseMu.Unlock()
 	}
 	if created && first != nil {
 		id, err := p.createRun(first)
@@ -178,7 +277,10 @@ func (p *pgStore) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if !p.readOnly {
-		// Best effort: the lock ends with the session anyway.
+		// Best effort: the lock ends with the session anyway. Released tells the next
+		// holder that this one will start nothing more: it need not wait out the lease.
+		p.conn.Exec(ctx, "UPDATE "+p.loc.table("states")+` SET holder = holder || '{"released": true}' WHERE name = $1 AND epoch = $2`,
+			p.loc.name, p.holder.Epoch)
 		p.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey(p.loc.schema, p.loc.name))
 	}
 	return p.conn.Close(ctx)
@@ -186,7 +288,12 @@ func (p *pgStore) close() error {
 
 // do runs fn on the connection, connecting again (and, for the writer, taking its
 // lock back if nobody took the state over) while the connection is broken, for at
-// most retryFor.
+// most retryFor (less after giveUpWithin). For the writer, each round trip of fn that
+// succeeds renews the lease, a break puts it in doubt and a refusal by the fence (or
+// a reconnection that finds another epoch) loses it: every later write then fails at
+// once with the same *FencedError. Waiting hears of an outage once, however many
+// calls wait through it, and of the connection being back only after a call on it
+// succeeded (for the writer, after the reconnection re-confirmed its epoch).
 func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -194,18 +301,16 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 		return ErrClosed
 	}
 	ctx := context.Background()
-	deadline := time.Now().Add(p.retryFor)
+	began := time.Now()
 	var last error
-	told := false
-	defer func() {
-		if told && p.waiting != nil {
-			p.waiting(nil, 0)
-		}
-	}()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		deadline, gaveUp := p.deadline(began)
 		if p.conn == nil {
-			if err := p.reconnect(ctx); err != nil {
+			if err := p.reconnect(ctx, deadline); err != nil {
 				var fe *FencedError
+				if errors.As(err, &fe) {
+					p.lose(fe)
+				}
 				if errors.As(err, &fe) || !retryable(err) {
 					return err
 				}
@@ -213,29 +318,52 @@ func (p *pgStore) do(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 			}
 		}
 		if p.conn != nil {
+			sent := time.Now()
 			err := fn(ctx, p.conn)
+			var fe *FencedError
+			if isFenceError(err) {
+				err = &FencedError{Location: p.loc.display, Epoch: p.holder.Epoch}
+			}
+			if errors.As(err, &fe) && !p.readOnly {
+				p.lose(fe)
+				return err
+			}
 			if err == nil || !retryable(err) && !p.conn.IsClosed() {
-				if isFenceError(err) {
-					return &FencedError{Location: p.loc.display, Epoch: p.holder.Epoch}
+				if !p.readOnly {
+					p.confirm(sent) // an answer on the locked session: the lock is still ours
 				}
+				if p.down && p.waiting != nil {
+					p.waiting(nil, 0)
+				}
+				p.down = false
 				return err
 			}
 			last = err
 			p.conn.Close(ctx)
 			p.conn = nil
+			if !p.readOnly {
+				p.doubt()
+			}
 		}
-		if !told && p.waiting != nil {
+		if !p.down && p.waiting != nil {
 			p.waiting(last, time.Until(deadline))
-			told = true
 		}
+		p.down = true
 		if time.Now().Add(wait).After(deadline) {
+			if gaveUp {
+				return fmt.Errorf("state %s: the connection broke, and the wait for it was cut short: %w", p.loc.display, last)
+			}
 			return fmt.Errorf("state %s: the connection broke and did not come back within %s: %w", p.loc.display, p.retryFor, last)
 		}
 		time.Sleep(wait)
 	}
 }
 
-func (p *pgStore) reconnect(ctx context.Context) error {
+// reconnect connects again (bounded by deadline, and by 10 s a try) and, for the
+// writer, takes its lock back under the same epoch.
+func (p *pgStore) reconnect(ctx context.Context, deadline time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, max(min(time.Until(deadline), 10*time.Second), time.Second))
+	defer cancel()
 	conn, err := p.loc.connect(ctx)
 	if err != nil {
 		return err
@@ -294,6 +422,9 @@ func pgxIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 func (p *pgStore) write(build func(b *pgx.Batch)) error {
 	if p.readOnly {
 		return errors.New("state opened read-only")
+	}
+	if _, lost := p.lease(); lost != nil {
+		return lost
 	}
 	return p.do(func(ctx context.Context, conn *pgx.Conn) error {
 		b := &pgx.Batch{}

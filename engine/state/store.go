@@ -52,7 +52,10 @@ type Options struct {
 
 	// Waiting, if set, is told once per outage that a call on a PostgreSQL state
 	// lost its connection and waits up to the time left for it to come back, so that
-	// a long wait shows; and again with a nil error once it is back.
+	// a long wait shows; and again with a nil error once it is back: only after a call
+	// on the new connection succeeded (for a writer, after it re-confirmed its epoch),
+	// never when the calls gave up. It is called with the Store's connection held:
+	// it must not call the Store.
 	Waiting func(err error, left time.Duration)
 }
 

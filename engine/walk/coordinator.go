@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -41,6 +42,49 @@ func (q *readyQueue) Pop() any {
 // retryDue puts an instance back in the ready queue after its backoff.
 type retryDue queued
 
+// Leaser is a Checkpointer whose writer's lock can be lost or fall in doubt (a
+// PostgreSQL state: its connection broke, or another writer took it over);
+// *state.Store is the real one. The walk starts no attempt unless Lease says held.
+type Leaser interface {
+	// Lease reports, without I/O, whether the lock is confirmed now; lost is non-nil
+	// (a *state.FencedError) once another writer took the state over, for good.
+	Lease() (held bool, lost error)
+	// ConfirmLease confirms the lock with a round trip, waiting out a broken
+	// connection; it fails with the *state.FencedError once the state was taken over.
+	ConfirmLease() error
+}
+
+// unstarted is an attempt a worker gave back without performing it: the lease was no
+// longer held when it was about to act.
+type unstarted struct {
+	inst    *plan.Instance
+	attempt int
+}
+
+// leaseChecked carries the outcome of a ConfirmLease back to the walk's goroutine.
+type leaseChecked struct{ err error }
+
+// stored is the walk's Checkpointer, remembering what it made durable: after a
+// checkpoint failed, the result counts each instance as the state holds it. It keeps
+// the committer's records, which are copies nobody changes once submitted.
+type stored struct {
+	Checkpointer
+	mu   sync.Mutex
+	recs map[string]*state.Instance
+}
+
+func (s *stored) Commit(runID uint64, run *state.Run, instances []*state.Instance, logs map[string][]byte) error {
+	err := s.Checkpointer.Commit(runID, run, instances, logs)
+	if err == nil {
+		s.mu.Lock()
+		for _, rec := range instances {
+			s.recs[rec.Address] = rec
+		}
+		s.mu.Unlock()
+	}
+	return err
+}
+
 // performed carries a worker's outcome back to the walk's goroutine.
 type performed struct{ Outcome }
 
@@ -54,6 +98,12 @@ type coordinator struct {
 	tasksCtx context.Context
 	events   chan any
 	commit   *committer
+	stored   *stored
+	cancel   context.CancelFunc // cancels tasksCtx
+	// lease is the store's lock when it can be lost (nil: a file's cannot);
+	// confirming is set while a ConfirmLease runs.
+	lease      Leaser
+	confirming bool
 
 	waiting  map[string]int           // unfinished dependencies per instance
 	values   map[string]cty.Value     // finished instances, as dependents see them
@@ -81,8 +131,11 @@ type coordinator struct {
 // does and how it ends. Cancelling ctx interrupts running attempts; the walk then
 // starts nothing more or lets the operation settle the rest, as the operation says
 // (StopsOnInterrupt). Each result is checkpointed, so an interrupted walk continues
-// where it stopped. The error is non-nil only when checkpoints could not be written
-// (then nothing new starts); task failures are in the Result.
+// where it stopped. When the store is a Leaser, an attempt starts only while its lease
+// is held; once the state was taken over, the walk stops as on an interrupt and the
+// error is the *state.FencedError. The error is non-nil only when checkpoints could not
+// be written or the lock was lost (then nothing new starts, and the Result's records are
+// what the state holds); task failures are in the Result.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	tasksCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
@@ -93,8 +146,11 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		reportAt: map[string]time.Duration{}, runningOf: map[*config.Task]int{}, held: map[*config.Task]*readyQueue{},
 		backoff: map[string]*time.Timer{}}
 	c.walk = &Walk{c: c}
+	c.cancel = cancelTasks
+	c.lease, _ = r.opts.Store.(Leaser)
 	c.values = r.shape.Op.Values(r.plan)
-	c.commit = newCommitter(r.opts.Store, r.opts.RunID, c.events)
+	c.stored = &stored{Checkpointer: r.opts.Store, recs: make(map[string]*state.Instance, n)}
+	c.commit = newCommitter(c.stored, r.opts.RunID, c.events)
 	c.recordPending()
 	for _, addr := range r.shape.Order {
 		c.waiting[addr] = r.waitsFor(addr)
@@ -106,7 +162,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	defer ticker.Stop()
 	done := ctx.Done()
 	for {
-		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 {
+		// No new work without a confirmed lock: an attempt starts only while the store's
+		// lease is held (c.leased asks for a confirmation when it is not).
+		for !c.stopping && c.running < r.opts.Parallelism && len(c.ready) > 0 && c.leased() {
 			q := heap.Pop(&c.ready).(queued)
 			if c.atBound(q) {
 				continue
@@ -183,6 +241,15 @@ func (c *coordinator) start(inst *plan.Instance, attempt int) {
 	c.reportAt[inst.Addr] = c.opts.ProgressEvery
 	ectx, diags := c.shape.Op.Context(c.walk, inst)
 	go func() {
+		// The worker checks the lease again just before it acts, since the process may
+		// have been paused between the coordinator's check and here: if it is no longer
+		// held, the attempt goes back to the coordinator unstarted.
+		if c.lease != nil {
+			if held, _ := c.lease.Lease(); !held {
+				c.events <- unstarted{inst, attempt}
+				return
+			}
+		}
 		c.events <- performed{c.shape.Op.Perform(c.tasksCtx, c.walk, inst, attempt, ectx, diags)}
 	}()
 }
@@ -207,6 +274,11 @@ func (c *coordinator) handle(ev any) {
 		c.end(ev.Outcome)
 	case committed:
 		c.inflight -= len(ev.addrs)
+		var fe *state.FencedError
+		if errors.As(ev.err, &fe) {
+			c.takenOver(ev.err)
+			return
+		}
 		if ev.err != nil {
 			c.fatal, c.stopping = fmt.Errorf("write checkpoint: %w", ev.err), true
 			c.abandonBackoffs(state.Failed)
@@ -215,12 +287,64 @@ func (c *coordinator) handle(ev any) {
 		for _, addr := range ev.addrs {
 			c.release(addr)
 		}
+	case unstarted:
+		c.running--
+		c.unbound(ev.inst.Task)
+		delete(c.started, ev.inst.Addr)
+		delete(c.reportAt, ev.inst.Addr)
+		c.push(ev.inst, ev.attempt) // ready again: it starts once the lease is confirmed
+	case leaseChecked:
+		c.confirming = false
+		var fe *state.FencedError
+		switch {
+		case errors.As(ev.err, &fe):
+			c.takenOver(ev.err)
+		case ev.err != nil && c.fatal == nil:
+			c.fatal, c.stopping = fmt.Errorf("confirm the state's lock: %w", ev.err), true
+			c.abandonBackoffs(state.Failed)
+		}
 	case retryDue:
 		if _, ok := c.backoff[ev.inst.Addr]; ok { // gone if abandoned meanwhile
 			delete(c.backoff, ev.inst.Addr)
 			c.push(ev.inst, ev.attempt)
 		}
 	}
+}
+
+// leased reports whether the store's lock is confirmed, so that an attempt may start.
+// While it is in doubt one ConfirmLease runs (its outcome comes back as leaseChecked,
+// and the walk tries again then); once it is lost the walk stops (takenOver).
+func (c *coordinator) leased() bool {
+	if c.lease == nil {
+		return true
+	}
+	held, lost := c.lease.Lease()
+	switch {
+	case lost != nil:
+		c.takenOver(lost)
+		return false
+	case held:
+		return true
+	}
+	if !c.confirming {
+		c.confirming = true
+		go func() { c.events <- leaseChecked{c.lease.ConfirmLease()} }()
+	}
+	return false
+}
+
+// takenOver stops the walk as a Ctrl-C would, and says so at once, when another writer
+// took the state over: nothing more starts, running attempts are cancelled and what
+// waits out a retry ends interrupted; the walk's error is err.
+func (c *coordinator) takenOver(err error) {
+	var fe *state.FencedError
+	if errors.As(c.fatal, &fe) {
+		return // said already
+	}
+	c.fatal, c.stopping = err, true
+	c.say("%v: stopping the running tasks, starting nothing more", err)
+	c.cancel() // exec'd process groups get SIGTERM, then SIGKILL after a grace period
+	c.abandonBackoffs(state.Interrupted)
 }
 
 // release lets what waits for addr in the walk start once all it waits for is durable.
@@ -346,7 +470,35 @@ func (c *coordinator) finish() (*Result, error) {
 	} else if err != nil {
 		err = fmt.Errorf("write checkpoint: %w", err)
 	}
+	if err != nil {
+		c.asStored(res)
+	}
 	return res, errors.Join(err)
+}
+
+// asStored makes res's records what the state holds after a checkpoint failed: an
+// instance's last durable record, else its record from before the walk, else pending.
+// A success that could not be committed is not counted as one; a record left running
+// counts as interrupted, as the ended run shows it.
+func (c *coordinator) asStored(res *Result) {
+	c.stored.mu.Lock()
+	defer c.stored.mu.Unlock()
+	for i, rec := range res.Records {
+		var cp state.Instance
+		switch got, prev := c.stored.recs[rec.Address], c.opts.Previous[rec.Address]; {
+		case got != nil:
+			cp = *got
+		case prev != nil:
+			cp = *prev
+		default:
+			cp = *rec
+			cp.Status = state.Pending
+		}
+		if cp.Status == state.Running {
+			cp.Status = state.Interrupted
+		}
+		res.Records[i] = &cp
+	}
 }
 
 // result is the walk's outcome from the records as they stand, judged by its

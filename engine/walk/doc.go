@@ -3,7 +3,9 @@
 // that owns the schedule: which instances are ready (all they wait for has ended and is
 // durable), the parallelism bound and each task's max_parallel, retries and their
 // backoff, interrupts, "still running" lines and the end of the walk; workers run one
-// attempt each and report back. A group committer makes records durable in batches,
+// attempt each and report back. Nothing starts without a confirmed lock: when the
+// Checkpointer is a Leaser (a PostgreSQL state), an attempt starts only while its
+// lease is held, and a walk whose state was taken over stops as on an interrupt. A group committer makes records durable in batches,
 // and the console and each instance's capture hold what the walk and its tasks wrote.
 // Snapshot, Log and LastLine read the walk from other goroutines while it runs.
 //

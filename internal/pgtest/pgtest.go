@@ -133,6 +133,10 @@ func (c *Cluster) Restart(pause time.Duration) error {
 	return c.start()
 }
 
+// Crash stops the server at once (-m immediate: its clients' connections break as in
+// a crash) without removing it; Start it again with Resume.
+func (c *Cluster) Crash() error { return c.stop("immediate") }
+
 // Halt stops the server (fast shutdown) without removing it; Start it again with Resume.
 func (c *Cluster) Halt() error { return c.stop("fast") }
 

@@ -50,13 +50,17 @@ func (c *CLI) walk(w walkCall) error {
 		return w.refused(err)
 	}
 	w.summary(o, time.Since(obs.began))
-	return exitFor(o.Result, o.Err, w.failed)
+	return exitFor(o.Result, o.Err, w.failed, ctx.Err() != nil)
 }
 
 // exitFor maps how an execution (a run or a destroy) ended to its exit error;
-// failed is the message of a failure the summary already reported.
-func exitFor(res *engine.Result, runErr error, failed string) error {
+// failed is the message of a failure the summary already reported. An interrupted
+// walk exits 130 even when its state could not be written (an interrupt during a
+// database outage): the error is shown, the code says the user stopped it.
+func exitFor(res *engine.Result, runErr error, failed string, interrupted bool) error {
 	switch {
+	case runErr != nil && interrupted:
+		return fail(ExitInterrupted, runErr)
 	case runErr != nil:
 		return fail(ExitTaskFailed, runErr)
 	case res.Status == engine.Interrupted:
