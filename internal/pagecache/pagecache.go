@@ -7,9 +7,10 @@ package pagecache
 
 import "errors"
 
-// ErrUnsupported is returned where the kernel cannot report a file's dirty pages
-// (not Linux, or Linux before 6.5, which lacks cachestat(2)).
-var ErrUnsupported = errors.New("the kernel cannot report a file's dirty pages (cachestat needs Linux 6.5+)")
+// ErrUnsupported is returned where the kernel cannot report a file's dirty pages: not
+// Linux, or Linux before 6.5 (which lacks cachestat(2)) without the privilege to read
+// the pages' flags (/proc/kpageflags needs CAP_SYS_ADMIN).
+var ErrUnsupported = errors.New("the kernel cannot report a file's dirty pages (cachestat needs Linux 6.5+; before it, /proc/kpageflags needs root)")
 
 // Observable reports whether Unsynced tells, in dir's file system, a file written
 // but not synced from one that was synced: it writes and syncs a scratch file there.
