@@ -1,14 +1,21 @@
 package ops
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/flowdev/flow/engine/config"
 	"github.com/flowdev/flow/engine/state"
 	"github.com/flowdev/flow/engine/walk"
+	"github.com/flowdev/flow/tasks"
 )
 
 // TestLiveInstancesKeepsWhatNoUndoRemoved: the live set, folded from every run's
@@ -163,4 +170,88 @@ func TestCarried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dirTask records, for each Destroy, its name and the directory it acted in.
+type dirTask struct {
+	Name string `hcl:"name"`
+	log  *dirLog
+}
+
+type dirLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (*dirTask) Validate() error                                        { return nil }
+func (*dirTask) Run(context.Context, *tasks.Env) (tasks.Outputs, error) { return nil, nil }
+func (t *dirTask) Destroy(_ context.Context, env *tasks.Env, _ tasks.Outputs) error {
+	t.log.mu.Lock()
+	defer t.log.mu.Unlock()
+	t.log.got = append(t.log.got, t.Name+" in "+filepath.Base(env.Dir))
+	return nil
+}
+
+// memStore is a walk's checkpointer that keeps nothing.
+type memStore struct{}
+
+func (memStore) Commit(uint64, *state.Run, []*state.Instance, map[string][]byte) error { return nil }
+
+// TestUndoActsWhereRecorded: the undo of an orphan and of each of its deposed objects
+// acts in the directory its record names while it exists, else in the walk's; after a
+// move, always in the walk's.
+func TestUndoActsWhereRecorded(t *testing.T) {
+	root := t.TempDir()
+	made, here := filepath.Join(root, "made"), filepath.Join(root, "here")
+	for _, d := range []string{made, here} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := filepath.Join(root, "gone")
+	object := func(name, dir string) *state.Instance {
+		return &state.Instance{Address: "d.x", Type: "d", Status: state.Succeeded, Attempts: 1, Dir: dir,
+			Inputs: map[string]state.Value{"name": mustEncode(t, name)}}
+	}
+	tests := []struct {
+		name  string
+		moved bool
+		rec   *state.Instance
+		want  []string
+	}{
+		{"where it was made", false, object("own", made), []string{"own in made"}},
+		{"its directory gone: here", false, object("own", gone), []string{"own in here"}},
+		{"moved: here", true, object("own", made), []string{"own in here"}},
+		{"deposed objects, each where it was made, newest last",
+			false, func() *state.Instance {
+				r := object("own", made)
+				r.Deposed = []*state.Instance{object("older", here), object("old", made)}
+				return r
+			}(), []string{"own in made", "old in made", "older in here"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := &dirLog{}
+			reg := tasks.NewRegistry()
+			reg.MustRegister(tasks.Type{Name: "d", New: func() tasks.Task { return &dirTask{log: log} }})
+			orphans := []Orphan{{Run: 1, Rec: tt.rec}}
+			w := newOrphanDestroyer(orphans, reg, &config.Scope{}, walk.Options{Store: memStore{}, Dir: here, Moved: tt.moved})
+			res, err := w.Run(context.Background())
+			if err != nil || res.Status != state.Succeeded {
+				t.Fatalf("walk: %v, %v", res.Status, err)
+			}
+			if !slices.Equal(log.got, tt.want) {
+				t.Errorf("undone %q, want %q", log.got, tt.want)
+			}
+		})
+	}
+}
+
+func mustEncode(t *testing.T, s string) state.Value {
+	t.Helper()
+	v, err := state.EncodeValue(cty.StringVal(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -205,3 +205,23 @@ func TestLockSameProcess(t *testing.T) {
 		t.Errorf("pid file: %v", err)
 	}
 }
+
+// TestLockReportsTheFileHolder: Lock of a state file says a writer holds it, and which
+// process, while one does, and that none does once it closed.
+func TestLockReportsTheFileHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	info, err := Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Held || info.Holder == nil || info.Holder.PID != os.Getpid() {
+		t.Errorf("while held: %+v (holder %+v), want held by pid %d", info, info.Holder, os.Getpid())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err = Lock(path); err != nil || info.Held {
+		t.Errorf("after Close: %+v, %v; want not held", info, err)
+	}
+}
