@@ -60,11 +60,13 @@ type project struct {
 	dir   string
 	moves int
 	log   []string
-	seed  int64 // the history's seed, printed with a failure; 0: not named
+	seed  int64  // the history's seed, printed with a failure; 0: not named
+	state string // the state's location when not the flow's default file (PostgreSQL)
 }
 
 func (p *project) flow(want []int, args ...string) result {
 	p.t.Helper()
+	args = p.withState(args)
 	r := runFlow(p.t, p.tag, p.dir, time.Minute, args...)
 	p.log = append(p.log, fmt.Sprintf("%s -> %d", strings.Join(args, " "), r.code))
 	if !slices.Contains(want, r.code) {
