@@ -237,9 +237,17 @@ func (t *Task) probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs
 		what, call = "probe", func() (*pluginpb.CheckResponse, error) { return rpc.Probe(ctx, preq) }
 	}
 	res, err := call()
-	switch {
-	case err != nil:
+	if err != nil {
 		return "", t.typ.proc.callError(ctx, what, err)
+	}
+	return probeAnswer(what, res)
+}
+
+// probeAnswer reads a plugin's answer to a probe or check: "" when its object is as
+// recorded, else how it drifted; an error the plugin reported is an error, never "no
+// drift".
+func probeAnswer(what string, res *pluginpb.CheckResponse) (string, error) {
+	switch {
 	case res.GetError() != "":
 		return "", fmt.Errorf("%s: %s", what, res.GetError())
 	case res.GetState() == pluginpb.CheckResponse_DIFFERS:
