@@ -3,8 +3,11 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc"
 
 	pluginpb "github.com/flowdev/flow/plugin/sdk/proto"
 )
@@ -72,5 +75,58 @@ func TestValues(t *testing.T) {
 	res, _ := srv.Probe(t.Context(), &pluginpb.ProbeRequest{Task: &pluginpb.TaskRequest{Type: "t"}})
 	if res.GetState() != pluginpb.CheckResponse_DIFFERS || res.GetDetail() != "changed" {
 		t.Errorf("Probe = %v", res)
+	}
+}
+
+// destroyStream is the server side of a Destroy call: it keeps what is sent.
+type destroyStream struct {
+	grpc.ServerStream
+	ctx    context.Context
+	events []*pluginpb.Event
+}
+
+func (s *destroyStream) Context() context.Context { return s.ctx }
+func (s *destroyStream) Send(e *pluginpb.Event) error {
+	s.events = append(s.events, e)
+	return nil
+}
+
+// TestDestroyGetsRecorded: a type's Destroy is given the outputs the success recorded
+// (decoded to their declared types), and none when the request holds none.
+func TestDestroyGetsRecorded(t *testing.T) {
+	var got Values
+	calls := 0
+	typ := Type{Name: "t", Outputs: []Output{{Name: "id", Type: String}, {Name: "n", Type: Number}},
+		Run: func(context.Context, Task, *Env) (Values, error) { return nil, nil },
+		Destroy: func(_ context.Context, _ Task, _ *Env, recorded Values) error {
+			calls++
+			got = recorded
+			return nil
+		}}
+	srv, err := NewServer(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		req  *pluginpb.DestroyRequest
+		want Values
+	}{
+		{"recorded", &pluginpb.DestroyRequest{Task: &pluginpb.TaskRequest{Type: "t"}, HasRecorded: true,
+			Recorded: map[string]*pluginpb.Value{"id": {Json: []byte(`"vm-7"`)}, "n": {Json: []byte(`3`)}}},
+			Values{"id": "vm-7", "n": float64(3)}},
+		{"none recorded", &pluginpb.DestroyRequest{Task: &pluginpb.TaskRequest{Type: "t"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, calls = nil, 0
+			stream := &destroyStream{ctx: t.Context()}
+			if err := srv.Destroy(tt.req, stream); err != nil {
+				t.Fatal(err)
+			}
+			if calls != 1 || fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("Destroy called %d times with %v, want once with %v", calls, got, tt.want)
+			}
+		})
 	}
 }
