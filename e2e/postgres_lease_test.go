@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,13 +54,9 @@ func TestPostgresTakenOverStartsNothing(t *testing.T) {
 	}
 	stopped := time.Now()
 	defer syscall.Kill(pa.pid(), syscall.SIGCONT)
-	r := b.flow(t, tagB, "state", "lock", "--json", "--state", url)
-	var lock lockDoc
-	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pa.pid() {
-		t.Fatalf("state lock while A is stopped: %v\n%s", err, r.desc)
-	}
-	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
-		t.Fatal(err)
+	t.Setenv("HOME", b.home)
+	if r, ended := endHolderSession(t, c, tagB, b.dir, url, pa.pid()); !ended {
+		t.Fatalf("state lock while A is stopped: not A's\n%s", r.desc)
 	}
 	if r := runFlow(t, tagB, b.dir, 120*time.Second, "resume", "--state", url); r.code != 0 {
 		t.Fatalf("B's resume after A's session ended:\n%s", r.desc)
@@ -154,13 +149,9 @@ func TestPostgresShortPauseNoOverlap(t *testing.T) {
 	}
 	stopped := time.Now()
 	defer syscall.Kill(pa.pid(), syscall.SIGCONT)
-	r := b.flow(t, tagB, "state", "lock", "--json", "--state", url)
-	var lock lockDoc
-	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pa.pid() {
-		t.Fatalf("state lock while A is stopped: %v\n%s", err, r.desc)
-	}
-	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
-		t.Fatal(err)
+	t.Setenv("HOME", b.home)
+	if r, ended := endHolderSession(t, c, tagB, b.dir, url, pa.pid()); !ended {
+		t.Fatalf("state lock while A is stopped: not A's\n%s", r.desc)
 	}
 	pb := b.start(t, tagB, "resume", "--state", url)
 	for { // continue A as soon as B holds the lock

@@ -230,13 +230,8 @@ func checkFenced(t *testing.T, c *pgtest.Cluster, b machine, tagB string, pa *pr
 	if err := syscall.Kill(-pa.pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	r := b.flow(t, tagB, "state", "lock", "--json", "--state", url)
-	var lock lockDoc
-	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pa.pid() {
-		t.Fatalf("state lock while A is stopped: %v\n%s", err, r.desc)
-	}
-	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
-		t.Fatal(err)
+	if r, ended := endHolderSession(t, c, tagB, b.dir, url, pa.pid()); !ended {
+		t.Fatalf("state lock while A is stopped: not A's\n%s", r.desc)
 	}
 	if r := b.flow(t, tagB, "resume", "--state", url); r.code != 0 {
 		syscall.Kill(-pa.pid(), syscall.SIGCONT)
@@ -505,4 +500,21 @@ func TestPostgresBusyboxLab(t *testing.T) {
 			t.Errorf("%s-%s survived the destroy", pgLabPrefix, m)
 		}
 	}
+}
+
+// endHolderSession ends the database session of the writer that holds the state at url
+// when that is the process pid, as a partition or the server's timeout would: it asks
+// `flow state lock --json` (from dir) for the holder's backend and terminates it. It
+// reports whether it did, with what flow state lock said.
+func endHolderSession(t *testing.T, c *pgtest.Cluster, tag, dir, url string, pid int) (result, bool) {
+	t.Helper()
+	r := runFlow(t, tag, dir, time.Minute, "state", "lock", "--json", "--state", url)
+	var lock lockDoc
+	if err := json.Unmarshal([]byte(r.stdout), &lock); err != nil || !lock.Held || lock.Holder == nil || lock.Holder.PID != pid {
+		return r, false
+	}
+	if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
+		t.Fatal(err)
+	}
+	return r, true
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -313,12 +312,7 @@ func (p *project) takeOver(rng *rand.Rand, c *pgtest.Cluster) {
 	stopped := uptimeTicks(p.t)
 	p.log = append(p.log, strings.Join(args, " ")+" -> SIGSTOP")
 	tookOver := false // B held the lock and resumed the run while A was stopped
-	r := runFlow(p.t, p.tag, p.dir, time.Minute, p.withState([]string{"state", "lock", "--json"})...)
-	var lock lockDoc
-	if err := json.Unmarshal([]byte(r.stdout), &lock); err == nil && lock.Held && lock.Holder != nil && lock.Holder.PID == a.pid() {
-		if _, err := c.SQL("postgres", fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.Holder.BackendPID)); err != nil {
-			p.fail("end A's session: %v", err)
-		}
+	if _, ended := endHolderSession(p.t, c, p.tag, p.dir, p.state, a.pid()); ended {
 		p.log = append(p.log, "pg_terminate_backend(A)")
 		tookOver = p.flow([]int{0, 1, 2}, "resume", "--flow", p.path()).code != 2
 	}

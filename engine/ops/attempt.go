@@ -166,7 +166,9 @@ func (op *runOp) runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance,
 	defer cancel()
 	var outputs tasks.Outputs
 	var err error
-	if undoFirst {
+	// Last before acting: the lock may have fallen in doubt while this process was paused.
+	err = w.Confirmed()
+	if undoFirst && err == nil {
 		err = op.cascade(runCtx, w, inst, env)
 		if err == nil {
 			err = undoDeposed(runCtx, w, inst, env, ev.Inputs)
@@ -179,7 +181,9 @@ func (op *runOp) runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance,
 		}
 	}
 	if err == nil {
-		outputs, err = ev.Task.Run(runCtx, env)
+		if err = w.Confirmed(); err == nil {
+			outputs, err = ev.Task.Run(runCtx, env)
+		}
 	}
 	stdout.Flush()
 	stderr.Flush()

@@ -183,6 +183,9 @@ func undoObject(ctx context.Context, w *walk.Walk, inst *plan.Instance, env *tas
 	text := objectText(inst.Task.Kind, obj)
 	w.Say("%s: undoing what it made before: %s", inst.Addr, strings.TrimSpace(text))
 	began := time.Now()
+	if err := w.Confirmed(); err != nil { // last before acting
+		return err
+	}
 	if err := destroyer.Destroy(ctx, &undoEnv, recorded); err != nil {
 		return err
 	}

@@ -276,6 +276,9 @@ func undo(ctx context.Context, w *walk.Walk, inst *plan.Instance, ectx *hcl.Eval
 			if created.Status == state.Succeeded && len(created.Outputs) > 0 {
 				recorded = decodeOutputs(created)
 			}
+			if err := w.Confirmed(); err != nil { // last before acting
+				return err
+			}
 			if err := task.(tasks.Destroyer).Destroy(ctx, env, recorded); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // records and output the walk keeps, and how to end an instance. It is valid only
 // during Run.
 //
-// Concurrency: Plan, Options, Say, Record, Update, Submit, Durable, Streams and Log may be
+// Concurrency: Plan, Options, Say, Record, Update, Submit, Durable, Confirmed, Streams and Log may be
 // called from any goroutine, a worker's Perform included. Every other method belongs
 // to the walk's goroutine: call it only from the operation's Context, Settle, Finish
 // and Judge.
@@ -51,7 +52,32 @@ func (w *Walk) Submit(rec *state.Instance, log []byte) { w.c.commit.submit(rec, 
 // must survive a kill during the act. It returns the checkpoint's error; the caller
 // then must not act. It waits without the coordinator, so it may be called from a
 // worker.
-func (w *Walk) Durable(rec *state.Instance) error { return <-w.c.commit.durable(rec) }
+func (w *Walk) Durable(rec *state.Instance) error {
+	if err := <-w.c.commit.durable(rec); err != nil {
+		return err
+	}
+	return w.Confirmed()
+}
+
+// Confirmed reports, without I/O, whether the store's writer lock is confirmed now (a
+// store whose lock cannot be lost always is): an attempt calls it last before it acts,
+// since its process may have been paused since the walk started it, and does not act
+// on an error.
+func (w *Walk) Confirmed() error {
+	if w.c.lease == nil {
+		return nil
+	}
+	held, lost := w.c.lease.Lease()
+	switch {
+	case lost != nil:
+		return lost
+	case !held:
+		return errLeaseInDoubt
+	}
+	return nil
+}
+
+var errLeaseInDoubt = errors.New("the state's writer lock is in doubt (not confirmed since this process was paused or its connection broke)")
 
 // Log is the output captured so far for addr (redacted, its tail when long).
 func (w *Walk) Log(addr string) []byte { return w.c.captures[addr].bytes() }
