@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -115,4 +116,50 @@ func (o *actor) Finish(w *walk.Walk, out walk.Outcome) {
 		return
 	}
 	w.Commit(rec, nil)
+}
+
+// doubtful is a Checkpointer whose lock falls in doubt once doubt is set.
+type doubtful struct {
+	failing
+	mu    sync.Mutex
+	doubt bool
+}
+
+func (d *doubtful) Lease() (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.doubt, nil
+}
+func (d *doubtful) ConfirmLease() error { return nil }
+
+// TestDurableConfirmsTheLock: a record made durable is not enough to act on when the
+// store's lock fell in doubt meanwhile (the process was paused after the walk started
+// the attempt): Durable then fails, and the attempt must not act.
+func TestDurableConfirmsTheLock(t *testing.T) {
+	store := &doubtful{}
+	var durableErr error
+	op := &doubter{store: store, err: &durableErr}
+	r := walk.New(chain(), &walk.Shape{Order: []string{"a", "b", "c"}, Op: op}, walk.Options{Parallelism: 1, Store: store})
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if durableErr == nil || !strings.Contains(durableErr.Error(), "in doubt") {
+		t.Errorf("Durable = %v, want the lock in doubt", durableErr)
+	}
+}
+
+// doubter puts its store's lock in doubt after the walk started the attempt, then asks
+// Durable.
+type doubter struct {
+	actor
+	store *doubtful
+	err   *error
+}
+
+func (o *doubter) Perform(_ context.Context, w *walk.Walk, inst *plan.Instance, n int, _ *hcl.EvalContext, _ hcl.Diagnostics) walk.Outcome {
+	o.store.mu.Lock()
+	o.store.doubt = true
+	o.store.mu.Unlock()
+	*o.err = w.Durable(w.Update(inst.Addr, func(rec *state.Instance) { rec.Status = state.Running }))
+	return ended{inst, n, *o.err}
 }
