@@ -216,6 +216,19 @@ func BenchmarkRunExecTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkRunExecUndo is BenchmarkRunExecTrue with an undo on every task: each
+// attempt's record, with the object it is about to make, is durable before it acts
+// (docs/checkpoints.md), which the tasks without one skip; the difference is that cost.
+func BenchmarkRunExecUndo(b *testing.B) {
+	reg := benchRegistry(b)
+	path := filepath.Join(b.TempDir(), "undo.hcl")
+	src := fmt.Sprintf("task \"exec\" \"t\" {\n  for_each = %s\n  command  = [\"true\"]\n  undo     = \"true\"\n}\n", benchKeys(2000, false))
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("2000", func(b *testing.B) { benchRun(b, benchPlan(b, path, reg), benchStore) })
+}
+
 // BenchmarkPlan10000 loads and plans a flow of 10,000 instances: 5,000 of task a
 // and 5,000 of task b, each b instance reading its own a instance (5,000
 // per-instance edges), as `flow run` and `flow plan` do before anything runs.

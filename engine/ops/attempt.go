@@ -136,9 +136,17 @@ func (op *runOp) runAttempt(ctx context.Context, w *walk.Walk, inst *plan.Instan
 			rec.Deposed = deposed
 		}
 	})
-	if err := w.Durable(rec); err != nil {
-		res.kind, res.err = outcomeFailed, fmt.Errorf("record the attempt before it acts: %w", err)
-		return res
+	// Only an object an undo will act on needs its record durable first (one that is
+	// never undone — its type cannot be, it sets no undo, it is retained — leaves
+	// nothing a kill could make the state forget): the others' running records ride
+	// along with the next commit.
+	if keepReason(inst) == "" || len(rec.Deposed) > 0 || legacy != nil {
+		if err := w.Durable(rec); err != nil {
+			res.kind, res.err = outcomeFailed, fmt.Errorf("record the attempt before it acts: %w", err)
+			return res
+		}
+	} else {
+		w.Submit(rec, nil)
 	}
 	op.runTask(ctx, w, inst, ev, res, len(rec.Deposed) > 0 || legacy != nil, legacy)
 	return res
