@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/flowdev/flow/engine/plan"
@@ -38,32 +39,32 @@ func replaceReason(inst *plan.Instance, prev *state.Instance) string {
 	return "replaced (--replace)"
 }
 
-// undoRecorded undoes what an earlier run of inst made, as its record prev holds it
-// (see object.go; a record of an older flow: with its inputs as evaluated now), in the
-// directory it was made in, before the attempt runs it again.
+// undoRecorded undoes what an earlier run of inst made when an older flow recorded it
+// without its object (prev holds no inputs): from the flow as evaluated now (ev), in
+// the directory it was made in, before the attempt runs it again. Only when ev is what
+// that run succeeded with (the same fingerprint): other values would point the undo at
+// what the run did not make, so it is refused.
 func undoRecorded(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
-	task := ev.Task
-	if prev.Inputs != nil {
-		t, err := recordedTask(inst.Task.Kind, prev, ev.Inputs)
-		if err != nil {
-			return err
-		}
-		task = t
+	if fp, _ := plan.Fingerprint(inst.Task, ev.Inputs); prev.Fingerprint == "" || fp != prev.Fingerprint {
+		return fmt.Errorf("what it made before was recorded by an older flow without its object, and the flow now says otherwise: "+
+			"undo it by hand, or run with the values it ran with first")
 	}
-	destroyer, ok := task.(tasks.Destroyer)
+	destroyer, ok := ev.Task.(tasks.Destroyer)
 	if !ok {
 		return nil
 	}
 	undoEnv := *env
 	undoEnv.Dir = objectDir(w, inst.Addr, prev)
-	env = &undoEnv
 	var recorded tasks.Outputs
 	if prev.Status == state.Succeeded && len(prev.Outputs) > 0 {
 		recorded = decodeOutputs(prev)
 	}
-	w.Say("%s: undoing it first", inst.Addr)
+	w.Say("%s: undoing it first (recorded by an older flow: as the flow says now, which is what it ran with)", inst.Addr)
 	began := time.Now()
-	if err := destroyer.Destroy(ctx, env, recorded); err != nil {
+	if err := w.Confirmed(); err != nil { // last before acting
+		return err
+	}
+	if err := destroyer.Destroy(ctx, &undoEnv, recorded); err != nil {
 		return err
 	}
 	w.Say("%s: undone in %s", inst.Addr, walk.Round(time.Since(began)))
