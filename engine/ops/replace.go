@@ -46,7 +46,7 @@ func replaceReason(inst *plan.Instance, prev *state.Instance) string {
 // what the run did not make, so it is refused.
 func undoRecorded(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
 	if fp, _ := plan.Fingerprint(inst.Task, ev.Inputs); prev.Fingerprint == "" || fp != prev.Fingerprint {
-		return fmt.Errorf("what it made before was recorded by an older flow without its object, and the flow now says otherwise: "+
+		return fmt.Errorf("what it made before was recorded by an older flow without its object, and the flow now says otherwise: " +
 			"undo it by hand, or run with the values it ran with first")
 	}
 	destroyer, ok := ev.Task.(tasks.Destroyer)
