@@ -185,6 +185,9 @@ func uiDetail(run *engine.RunRecord, status engine.Status, recs []engine.Instanc
 		d.Instances[i] = ui.Instance{Address: r.Address, Type: r.Type, Status: string(r.Status), Attempts: r.Attempts,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error, Reason: r.Reason, Fingerprint: r.Fingerprint,
 			Deps: r.Deps, DepsKnown: r.DepsKnown, Order: r.Order, Removed: r.Removed}
+		for _, t := range r.Tries {
+			d.Instances[i].Tries = append(d.Instances[i].Tries, ui.Try{StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Error: t.Error})
+		}
 	}
 	return d
 }
