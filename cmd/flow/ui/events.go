@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -102,8 +103,8 @@ func (s *Server) follow(ctx context.Context, id uint64, emit func(event string, 
 	quiet := time.Now()
 	for {
 		began := time.Now()
-		d, err := s.read(id)
-		wait := pause(s.Every, time.Since(began))
+		d, took, err := s.readShared(id)
+		wait := pause(s.Every, max(took, time.Since(began)))
 		var serr error
 		sent := true
 		switch {
@@ -136,6 +137,38 @@ func (s *Server) follow(ctx context.Context, id uint64, emit func(event string, 
 		case <-time.After(wait):
 		}
 	}
+}
+
+// readShared is s.read(id) as every stream shares it: a read younger than half of
+// s.Every is the answer, and a stream that asks while one is under way waits for it.
+// Twenty tabs open on a run cost the running process one read per period, not twenty.
+// took is how long the read took (for pause).
+func (s *Server) readShared(id uint64) (*Detail, time.Duration, error) {
+	s.sharedMu.Lock()
+	r := s.shared[id]
+	if r == nil {
+		r = &sharedRead{}
+		s.shared[id] = r
+	}
+	s.sharedMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at.IsZero() || time.Since(r.at) >= s.Every/2 {
+		began := time.Now()
+		r.d, r.err = s.read(id)
+		r.took = time.Since(began)
+		r.at = time.Now()
+	}
+	return r.d, r.took, r.err
+}
+
+// sharedRead is the latest read of one run id (0: the latest run) by the streams.
+type sharedRead struct {
+	mu   sync.Mutex
+	at   time.Time
+	d    *Detail
+	err  error
+	took time.Duration
 }
 
 // keepAlive is how often a stream with nothing to say sends a ping.

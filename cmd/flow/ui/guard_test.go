@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,5 +156,50 @@ func TestLive(t *testing.T) {
 	var u update
 	if next.Event != "update" || json.Unmarshal(next.Data, &u) != nil || len(u.Instances) != 1 || u.Instances[0].Status != "succeeded" {
 		t.Fatalf("after exec.a succeeded: %s %s, want an update of exec.a alone", next.Event, next.Data)
+	}
+}
+
+// counting is a Source that counts the reads of a run.
+type counting struct {
+	moving
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *counting) Detail(id uint64) (*Detail, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.moving.Detail(id)
+}
+
+// TestStreamsShareReads: ten pages open on a run cost the Source about the reads of
+// one, not ten times as many.
+func TestStreamsShareReads(t *testing.T) {
+	src := &counting{moving: moving{d: Detail{Run: Run{ID: 1, Status: "running"}, Live: true,
+		Instances: []Instance{{Address: "exec.a", Status: "running"}}}}}
+	s := New(src)
+	s.Every = 40 * time.Millisecond
+	srv := httptest.NewServer(s.Handler(true))
+	defer srv.Close()
+	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/live"
+	const pages = 10
+	for range pages {
+		conn, _, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+	}
+	src.mu.Lock()
+	src.reads = 0
+	src.mu.Unlock()
+	time.Sleep(800 * time.Millisecond) // 20 periods
+	src.mu.Lock()
+	reads := src.reads
+	src.mu.Unlock()
+	// Each stream reads every 40ms: 200 reads unshared; shared, one per 20ms at most.
+	if reads > 60 {
+		t.Errorf("%d pages open for 20 periods read the run %d times, want them to share reads (at most 60)", pages, reads)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -40,11 +41,14 @@ type Server struct {
 	Token string
 	Hosts []string
 	mux   *http.ServeMux
+
+	sharedMu sync.Mutex
+	shared   map[uint64]*sharedRead // the streams' latest read of each run
 }
 
 // New returns a Server over src.
 func New(src Source) *Server {
-	s := &Server{src: src, Every: 500 * time.Millisecond, mux: http.NewServeMux()}
+	s := &Server{src: src, Every: 500 * time.Millisecond, mux: http.NewServeMux(), shared: map[uint64]*sharedRead{}}
 	static, _ := fs.Sub(assets, "assets")
 	s.mux.Handle("GET /", http.FileServerFS(static))
 	s.mux.HandleFunc("GET /api/runs", s.runs)
