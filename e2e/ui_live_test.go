@@ -74,12 +74,15 @@ func TestUIManyTabs(t *testing.T) {
 	if !run.wait(20 * time.Second) {
 		t.Fatalf("the run did not end\n%s", run.describe())
 	}
-	// A reload of one of them while the others stay open loads at once.
-	began := time.Now()
-	do(t, pages[0], "reload tab 1", chromedp.Reload())
-	waitJS(t, pages[0], "tab 1 reloaded", `document.querySelector('#graphsvg .inst[data-address="exec.slow"]').dataset.status === "succeeded"`)
-	if took := time.Since(began); took > 10*time.Second {
-		t.Errorf("a reload with %d tabs open took %s", tabs, took)
+	// Reloads of one of them while the others stay open load at once (one in about 14
+	// stalled for a minute before).
+	for n := 1; n <= 10; n++ {
+		began := time.Now()
+		do(t, pages[0], "reload tab 1", evalVoid(`window.flowMark = "old"; location.reload()`))
+		waitJS(t, pages[0], "tab 1 reloaded", `window.flowMark === undefined && document.querySelector('#graphsvg .inst[data-address="exec.slow"]').dataset.status === "succeeded"`)
+		if took := time.Since(began); took > 10*time.Second {
+			t.Errorf("reload %d with %d tabs open took %s", n, tabs, took)
+		}
 	}
 }
 
