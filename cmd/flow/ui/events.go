@@ -139,9 +139,10 @@ func (s *Server) follow(ctx context.Context, id uint64, emit func(event string, 
 	}
 }
 
-// readShared is s.read(id) as every stream shares it: a read younger than half of
-// s.Every is the answer, and a stream that asks while one is under way waits for it.
-// Twenty tabs open on a run cost the running process one read per period, not twenty.
+// readShared is s.read(id) as every stream shares it: a read younger than s.Every is
+// the answer, and a stream that asks while one is under way waits for it. Twenty tabs
+// open on a run cost the running process one read per period, as one tab does, not
+// twenty; what a tab shows is then at most two periods old.
 // took is how long the read took (for pause).
 func (s *Server) readShared(id uint64) (*Detail, time.Duration, error) {
 	s.sharedMu.Lock()
@@ -153,7 +154,7 @@ func (s *Server) readShared(id uint64) (*Detail, time.Duration, error) {
 	s.sharedMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.at.IsZero() || time.Since(r.at) >= s.Every/2 {
+	if r.at.IsZero() || time.Since(r.at) >= s.Every {
 		began := time.Now()
 		r.d, r.err = s.read(id)
 		r.took = time.Since(began)

@@ -571,6 +571,7 @@ function selectView(v) {
   history.replaceState(null, "", u);
   if (v === "history") renderHistory();
   else redraw();
+  if (v === "graph" && !page.zoom) scaleGraph(); // the window may have changed while hidden
 }
 
 function init() {
