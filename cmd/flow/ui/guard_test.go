@@ -203,3 +203,15 @@ func TestStreamsShareReads(t *testing.T) {
 		t.Errorf("%d pages open for 20 periods read the run %d times, want them to share reads (at most 40)", pages, reads)
 	}
 }
+
+// TestTaskSpanFromFirstAttempt: a task's duration across runs counts from its first
+// attempt, a failed one included.
+func TestTaskSpanFromFirstAttempt(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	at := func(s int) *time.Time { v := t0.Add(time.Duration(s) * time.Second); return &v }
+	spans := taskSpans([]Instance{{Address: "exec.flaky", StartedAt: at(4), FinishedAt: at(7),
+		Tries: []Try{{StartedAt: *at(0), FinishedAt: *at(3), Error: "exit 1"}}}})
+	if spans["exec.flaky"] != 7 {
+		t.Errorf("exec.flaky's span: %vs, want 7s (from its first attempt)", spans["exec.flaky"])
+	}
+}
