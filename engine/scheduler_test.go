@@ -238,6 +238,16 @@ task "test_fail" "f" {
 			if n := h.rec.runsOf("test_fail.f"); n != tc.attempts {
 				t.Errorf("Run called %d times, want %d", n, tc.attempts)
 			}
+			// Every attempt before the latest is kept, in order, with its times and error.
+			if len(r.Tries) != tc.attempts-1 {
+				t.Fatalf("%d earlier attempts recorded, want %d: %+v", len(r.Tries), tc.attempts-1, r.Tries)
+			}
+			for i, try := range r.Tries {
+				if !strings.Contains(try.Error, fmt.Sprintf("planned failure %d of 2", i+1)) || try.FinishedAt.Before(try.StartedAt) ||
+					r.StartedAt == nil || r.StartedAt.Before(try.FinishedAt) || (i > 0 && try.StartedAt.Before(r.Tries[i-1].FinishedAt)) {
+					t.Errorf("attempt %d recorded as %+v (latest started %v)", i+1, try, r.StartedAt)
+				}
+			}
 			if tc.status == state.Failed && !strings.Contains(r.Error, "planned failure 2 of 2") {
 				t.Errorf("error %q, want the last attempt's error", r.Error)
 			}

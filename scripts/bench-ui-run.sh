@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# scripts/bench-ui-run.sh open|closed FLOW — one run of FLOW on a new state file with
-# flow ui serving that state file; with "open", a client follows the run's events
+# scripts/bench-ui-run.sh open|open20|closed FLOW — one run of FLOW on a new state file
+# with flow ui serving that state file; with "open", a client follows the run's events
 # stream all along, as an open page does (the server then asks the running process
-# for the run twice a second). farm-bench times a pair of these (scripts/bench-ui.sh).
+# for the run twice a second); with "open20", twenty clients do, as twenty tabs (each
+# tab's WebSocket is served by the same loop as an events stream). farm-bench times a
+# pair of these (scripts/bench-ui.sh).
 set -euo pipefail
 mode=$1 flow=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,8 +16,10 @@ trap cleanup EXIT
 pids+=($!)
 for _ in $(seq 100); do grep -q 'http://' "$dir/ui.log" && break; sleep 0.05; done
 addr=$(grep -o 'http://[0-9.:]*' "$dir/ui.log")
-if [ "$mode" = open ]; then
+clients=0
+case $mode in open) clients=1 ;; open20) clients=20 ;; esac
+for _ in $(seq "$clients"); do
   curl -sN "$addr/api/events" >/dev/null &
   pids+=($!)
-fi
+done
 "$root/bin/flow" run "$flow" --state "$dir/state.db" --parallelism 8 >/dev/null

@@ -5,6 +5,7 @@
 #   W1000   1,000 instances of `sleep 0.02`, 8 at a time (some 3 s)
 #   W10000  10,000 instances of `true`, 8 at a time (some 8 s; each read of the run
 #           then takes long enough that the stream reads less often, see ui.pause)
+# and W1000 with twenty clients (open20: twenty tabs' streams) against none.
 # Figures in docs/performance.md ("flow ui").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,3 +29,6 @@ for w in w1000:9 w10000:5; do
   farm-bench -n "${BENCH_REPS:-$reps}" --timeout 900 --vs "bash scripts/bench-ui-run.sh closed $work/$name.hcl" -- \
     bash scripts/bench-ui-run.sh open "$work/$name.hcl"
 done
+echo "== w1000, twenty tabs"
+farm-bench -n "${BENCH_REPS:-9}" --timeout 900 --vs "bash scripts/bench-ui-run.sh closed $work/w1000.hcl" -- \
+  bash scripts/bench-ui-run.sh open20 "$work/w1000.hcl"

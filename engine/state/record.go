@@ -116,6 +116,19 @@ type Instance struct {
 	// without running it (its objects deposed to be undone before an instance it was
 	// built on undid its own): readers take it, not an earlier run's, as the instance's.
 	Holds bool `json:"holds,omitempty"`
+	// Tries are the attempts before the latest that failed, oldest first: when each
+	// started and ended and its error (the latest attempt is StartedAt, FinishedAt and
+	// Error). Empty in records written before flow kept them, and for an instance whose
+	// first attempt is its latest. The slice is never changed in place: a new attempt's
+	// record gets a new one, so shallow copies of a record stay as they were.
+	Tries []Try `json:"tries,omitempty"`
+}
+
+// Try is a failed attempt of an instance that was tried again.
+type Try struct {
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // HasObject reports whether in records an object its undo can act on: the inputs an

@@ -3,6 +3,7 @@ package walk
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -130,8 +131,8 @@ func (w *Walk) Keep(addr string, v cty.Value) {
 
 // Retry asks for attempt n+1 of inst after a backoff when policy allows one more and
 // the walk is not stopping: it says that attempt n failed after elapsed with msg,
-// keeps msg as the record's error, and returns true. Call it from Finish; until the
-// next attempt starts, the instance has not ended.
+// keeps msg as the record's error and the failed attempt in its Tries, and returns
+// true. Call it from Finish; until the next attempt starts, the instance has not ended.
 func (w *Walk) Retry(inst *plan.Instance, n int, policy config.RetryPolicy, elapsed time.Duration, msg string) bool {
 	c := w.c
 	if n >= policy.Attempts || c.stopping {
@@ -140,7 +141,12 @@ func (w *Walk) Retry(inst *plan.Instance, n int, policy config.RetryPolicy, elap
 	addr := inst.Addr
 	delay := backoffDelay(policy.Delay, policy.MaxDelay, n)
 	c.say("%s: attempt %d of %d failed in %s: %s%s", addr, n, policy.Attempts, elapsed, msg, retryNote(addr, msg, Round(delay)))
-	c.update(addr, func(rec *state.Instance) { rec.Error = msg })
+	c.update(addr, func(rec *state.Instance) {
+		rec.Error = msg
+		if rec.StartedAt != nil { // the attempt that failed, kept for the timeline
+			rec.Tries = append(slices.Clip(rec.Tries), state.Try{StartedAt: *rec.StartedAt, FinishedAt: rec.StartedAt.Add(elapsed), Error: msg})
+		}
+	})
 	c.backoff[addr] = time.AfterFunc(delay, func() { c.events <- retryDue{inst: inst, attempt: n + 1} })
 	return true
 }

@@ -29,8 +29,10 @@ it), a timeline with the critical path and the slowest instances, and the histor
 every run with each task's duration across runs. A past run is drawn with the graph
 recorded for that run. Everything the page needs is inside flow: no network is used.
 
-It listens on 127.0.0.1 only unless --listen names another address; sensitive values are
-never sent (output is redacted as in logs, and no task inputs or outputs are shown).`,
+It listens on 127.0.0.1 only unless --listen names another address; then the URL it
+prints carries a token, which the page keeps in a cookie, and a request without it is
+refused. Sensitive values are never sent (output is redacted as in logs, and no task
+inputs or outputs are shown).`,
 		Example: `  flow ui                                   # then open http://127.0.0.1:8470/
   flow ui --state .flow/k8s-lab.db --listen 127.0.0.1:9000
   ssh -L 8470:127.0.0.1:8470 lab-host       # to look from another machine`,
@@ -40,13 +42,20 @@ never sent (output is redacted as in logs, and no task inputs or outputs are sho
 			if err != nil {
 				return failf(ExitInvalid, "%v", err)
 			}
-			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-				fmt.Fprintf(c.stderr, "flow ui: %s is not a loopback address: whoever reaches it sees the runs\n", ln.Addr())
+			srv := ui.New(newUISource(c.state(), engine.NewSession(c.state(), c.reg)))
+			host, _, _ := net.SplitHostPort(listen)
+			url, err := srv.Secure(ln, host)
+			if err != nil {
+				ln.Close()
+				return failf(ExitInvalid, "%v", err)
 			}
-			fmt.Fprintf(c.stdout, "flow ui: serving %s on http://%s/ (Ctrl-C stops)\n", displayPath(c.state()), ln.Addr())
+			if srv.Token != "" {
+				fmt.Fprintf(c.stderr, "flow ui: %s is not a loopback address: the page asks for the token in this URL (keep it to yourself)\n", ln.Addr())
+			}
+			fmt.Fprintf(c.stdout, "flow ui: serving %s on %s (Ctrl-C stops)\n", displayPath(c.state()), url)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return ui.New(newUISource(c.state(), engine.NewSession(c.state(), c.reg))).Serve(ctx, ln)
+			return srv.Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ui.DefaultListen, "address to serve on, HOST:PORT (port 0: any free one)")
@@ -176,6 +185,9 @@ func uiDetail(run *engine.RunRecord, status engine.Status, recs []engine.Instanc
 		d.Instances[i] = ui.Instance{Address: r.Address, Type: r.Type, Status: string(r.Status), Attempts: r.Attempts,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error, Reason: r.Reason, Fingerprint: r.Fingerprint,
 			Deps: r.Deps, DepsKnown: r.DepsKnown, Order: r.Order, Removed: r.Removed}
+		for _, t := range r.Tries {
+			d.Instances[i].Tries = append(d.Instances[i].Tries, ui.Try{StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Error: t.Error})
+		}
 	}
 	return d
 }

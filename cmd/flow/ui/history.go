@@ -72,6 +72,9 @@ func taskSpans(insts []Instance) map[string]float64 {
 		}
 		task := TaskOf(in.Address)
 		s, a, b := spans[task], in.StartedAt.UnixNano(), in.FinishedAt.UnixNano()
+		if len(in.Tries) > 0 { // from its first attempt
+			a = in.Tries[0].StartedAt.UnixNano()
+		}
 		if s == nil {
 			spans[task] = &span{a, b}
 			continue

@@ -33,6 +33,16 @@ type Instance struct {
 	DepsKnown bool     `json:"deps_known,omitempty"`
 	Order     int      `json:"order"`
 	Removed   bool     `json:"removed,omitempty"`
+	// Tries are the failed attempts before the latest (StartedAt..FinishedAt), oldest
+	// first; empty for a record an older flow wrote.
+	Tries []Try `json:"tries,omitempty"`
+}
+
+// Try is a failed attempt that was tried again.
+type Try struct {
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // Detail is a run with every instance record, in plan order.
@@ -59,7 +69,7 @@ type Source interface {
 func same(a, b *Instance) bool {
 	return a.Status == b.Status && a.Attempts == b.Attempts && timeEq(a.StartedAt, b.StartedAt) &&
 		timeEq(a.FinishedAt, b.FinishedAt) && a.Error == b.Error && a.Reason == b.Reason &&
-		a.Fingerprint == b.Fingerprint && len(a.Deps) == len(b.Deps)
+		a.Fingerprint == b.Fingerprint && len(a.Deps) == len(b.Deps) && len(a.Tries) == len(b.Tries)
 }
 
 func timeEq(a, b *time.Time) bool {

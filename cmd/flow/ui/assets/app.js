@@ -14,8 +14,10 @@ const page = {
   nodes: new Map(), // address -> graph element
   selected: "",
   tail: 0,
-  events: null,
+  events: null, // the WebSocket the run comes in on
+  retry: 0, // ms before connecting again
   dirty: { graph: true, timeline: true },
+  zoom: 0, // the graph's scale; 0: fit to the window
 };
 
 // ---- addresses ----
@@ -213,7 +215,7 @@ function renderGraph() {
   if (!d) return;
   const t = buildTree(d.instances);
   layout(t.root);
-  const out = [`<svg id="graphsvg" xmlns="http://www.w3.org/2000/svg" width="${t.root.w}" height="${t.root.h}" data-instances="${d.instances.length}">`,
+  const out = [`<svg id="graphsvg" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${t.root.w} ${t.root.h}" width="${t.root.w}" height="${t.root.h}" data-w="${t.root.w}" data-h="${t.root.h}" data-instances="${d.instances.length}">`,
     `<defs><marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0L8,4L0,8z" fill="#94a3b8"/></marker></defs>`];
   drawContainer(t.root, 0, 0, out);
   out.push("</svg>");
@@ -222,11 +224,50 @@ function renderGraph() {
     note = `<p class="note">Dependencies were recorded for ${t.recorded} of ${d.instances.length} instances of this run (an older flow recorded them for undoable instances only): some edges are missing.</p>`;
   }
   box.innerHTML = note + out.join("");
+  scaleGraph();
   page.nodes.clear();
   for (const el of box.querySelectorAll(".inst")) page.nodes.set(el.dataset.address, el);
   markSelected();
   page.dirty.graph = false;
   drawn("graphDrawnAt");
+}
+
+// scaleGraph sizes the graph: to the window's width (page.zoom 0, never above its own
+// size), else at page.zoom.
+function scaleGraph() {
+  const svg = $("#graphsvg");
+  if (!svg) return;
+  const w = Number(svg.dataset.w), h = Number(svg.dataset.h);
+  const box = $("#graph");
+  const avail = Math.max(200, box.clientWidth - 24);
+  const scale = page.zoom || Math.min(1, avail / w);
+  svg.setAttribute("width", (w * scale).toFixed(1));
+  svg.setAttribute("height", (h * scale).toFixed(1));
+  svg.dataset.scale = scale.toFixed(4);
+  $("#zoomlevel").textContent = page.zoom ? Math.round(scale * 100) + "%" : `fit (${Math.round(scale * 100)}%)`;
+}
+
+function zoomBy(f) {
+  const svg = $("#graphsvg");
+  const cur = svg ? Number(svg.dataset.scale) : 1;
+  page.zoom = Math.min(4, Math.max(0.05, cur * f));
+  scaleGraph();
+}
+
+// findInstance selects the first instance whose address contains q (an exact match
+// first), brings it into view and shows its details.
+function findInstance(q) {
+  q = q.trim();
+  const found = $("#findnote");
+  if (!q || !page.detail) { found.textContent = ""; return; }
+  const all = page.detail.instances.map((i) => i.address);
+  const hits = all.filter((a) => a === q).concat(all.filter((a) => a !== q && a.toLowerCase().includes(q.toLowerCase())));
+  found.textContent = hits.length ? `${hits.length} found` : "not found";
+  if (!hits.length) return;
+  if (page.view !== "graph") selectView("graph");
+  showDetails(hits[0]);
+  const el = page.nodes.get(hits[0]);
+  if (el) el.scrollIntoView({ block: "center", inline: "center" });
 }
 
 // drawn records, for the benchmark, when the browser painted what was just drawn: ms
@@ -270,10 +311,27 @@ function criticalPath(insts, destroy) {
   return path;
 }
 
+// firstStart is when inst's first attempt started (its earlier failed attempts are
+// its tries).
+const firstStart = (i) => (i.tries && i.tries.length ? ms(i.tries[0].started_at) : ms(i.started_at));
+
+// runEnd is when run d ended: its finish, now while it goes on, and for a run that
+// ended without recording its finish (interrupted, killed) the last event it recorded.
+function runEnd(d) {
+  if (d.run.finished_at) return ms(d.run.finished_at);
+  if (d.live) return Date.now();
+  let t = ms(d.run.started_at);
+  for (const i of d.instances) {
+    for (const v of [i.started_at, i.finished_at]) if (v && ms(v) > t) t = ms(v);
+    for (const a of i.tries || []) if (ms(a.finished_at) > t) t = ms(a.finished_at);
+  }
+  return t;
+}
+
 function renderTimeline() {
   const d = page.detail;
   if (!d) return;
-  const rows = d.instances.filter((i) => i.started_at).sort((a, b) => ms(a.started_at) - ms(b.started_at) || a.order - b.order);
+  const rows = d.instances.filter((i) => i.started_at).sort((a, b) => firstStart(a) - firstStart(b) || a.order - b.order);
   const box = $("#timelinebox");
   page.dirty.timeline = false;
   if (!rows.length) {
@@ -281,9 +339,11 @@ function renderTimeline() {
     $("#slowest").innerHTML = "";
     return;
   }
-  const now = Date.now();
-  const end = (i) => (i.finished_at ? ms(i.finished_at) : now);
-  const t0 = Math.min(...rows.map((i) => ms(i.started_at)));
+  // An instance that has not finished goes on to now while the run does, else to the
+  // run's last recorded event.
+  const now = runEnd(d);
+  const end = (i) => (i.finished_at ? ms(i.finished_at) : Math.max(now, ms(i.started_at)));
+  const t0 = Math.min(...rows.map(firstStart));
   const t1 = Math.max(...rows.map(end), t0 + 1);
   const labelW = rows.length > 400 ? 0 : 300;
   const width = Math.max(500, (box.clientWidth || 1200) - labelW - 30);
@@ -304,15 +364,24 @@ function renderTimeline() {
     const x = labelW + (ms(i.started_at) - t0) * per;
     const w = Math.max(1, (end(i) - ms(i.started_at)) * per);
     if (labelW) out.push(`<text class="label" x="4" y="${y + rh - 4}">${esc(i.address.length > 48 ? "…" + i.address.slice(-47) : i.address)}</text>`);
-    out.push(`<rect class="bar${crit.has(i.address) ? " critical" : ""}" data-address="${esc(i.address)}" data-status="${shownStatus(i)}" ` +
+    // Each failed attempt before the latest, on the same row: the gap before the latest is explained.
+    (i.tries || []).forEach((a, n) => {
+      const ax = labelW + (ms(a.started_at) - t0) * per, aw = Math.max(1, (ms(a.finished_at) - ms(a.started_at)) * per);
+      out.push(`<rect class="try" data-address="${esc(i.address)}" data-attempt="${n + 1}" data-status="failed" ` +
+        `data-start="${ms(a.started_at)}" data-finish="${ms(a.finished_at)}" x="${ax}" y="${y + 1}" width="${aw}" height="${rh - 2}"/>`);
+    });
+    out.push(`<rect class="bar${crit.has(i.address) ? " critical" : ""}" data-address="${esc(i.address)}" data-status="${shownStatus(i)}" data-attempt="${(i.tries || []).length + 1}" ` +
       `data-start="${ms(i.started_at)}" data-finish="${i.finished_at ? ms(i.finished_at) : ""}" x="${x}" y="${y + 1}" width="${w}" height="${rh - 2}"/>`);
   });
   out.push("</svg>");
   box.innerHTML = out.join("");
   drawn("timelineDrawnAt");
-  const slow = rows.filter((i) => i.finished_at).sort((a, b) => (end(b) - ms(b.started_at)) - (end(a) - ms(a.started_at))).slice(0, 5);
-  $("#slowest").innerHTML = `<b>Slowest:</b><ol>${slow.map((i) => `<li data-address="${esc(i.address)}">${esc(i.address)} ${fmtDur(end(i) - ms(i.started_at))}</li>`).join("")}</ol>` +
-    `<span class="note">Outlined bars: the critical path (${crit.size} instances), each waiting for the dependency that finished last.</span>`;
+  // An instance's time counts from its first attempt.
+  const took = (i) => end(i) - firstStart(i);
+  const slow = rows.filter((i) => i.finished_at).sort((a, b) => took(b) - took(a)).slice(0, 5);
+  const tries = (i) => (i.tries && i.tries.length ? `, ${i.tries.length + 1} attempts` : "");
+  $("#slowest").innerHTML = `<b>Slowest:</b><ol>${slow.map((i) => `<li data-address="${esc(i.address)}" data-ms="${took(i)}">${esc(i.address)} ${fmtDur(took(i))}${tries(i)}</li>`).join("")}</ol>` +
+    `<span class="note">Outlined bars: the critical path (${crit.size} instances), each waiting for the dependency that finished last. Hatched bars: failed attempts that were tried again.</span>`;
 }
 
 function niceStep(raw) {
@@ -361,11 +430,12 @@ function showDetails(addr) {
   aside.hidden = false;
   $("#d-address").textContent = addr;
   const d = page.detail;
-  const dur = i.started_at ? fmtDur((i.finished_at ? ms(i.finished_at) : Date.now()) - ms(i.started_at)) : "-";
+  const dur = i.started_at ? fmtDur((i.finished_at ? ms(i.finished_at) : Math.max(runEnd(d), ms(i.started_at))) - firstStart(i)) : "-";
   const fields = [["status", shownStatus(i)], ["type", i.type], ["attempts", i.attempts], ["fingerprint", i.fingerprint || (d.live && i.status === "succeeded" ? "in the state file once the run ends" : "-")],
     ["started", i.started_at || "-"], ["finished", i.finished_at || "-"], ["duration", dur], ["reason", i.reason || "-"],
     ["waited for", i.deps_known ? (i.deps && i.deps.length ? i.deps.join("\n") : "nothing") : "not recorded"]];
   if (i.error) fields.splice(1, 0, ["error", i.error]);
+  (i.tries || []).forEach((a, n) => fields.push([`attempt ${n + 1}`, `failed after ${fmtDur(ms(a.finished_at) - ms(a.started_at))} (started ${a.started_at}): ${a.error || "-"}`]));
   if (i.removed) fields.splice(1, 0, ["removed", "no longer in the flow: this run undid it (or kept it)"]);
   $("#d-fields").innerHTML = fields.map(([k, v]) => `<dt>${k}</dt><dd data-field="${k}">${esc(v)}</dd>`).join("");
   loadOutput();
@@ -434,7 +504,7 @@ function showRunInfo() {
   const counts = {};
   for (const i of page.detail.instances) counts[shownStatus(i)] = (counts[shownStatus(i)] || 0) + 1;
   const kind = r.kind === "destroy" ? `destroy of run ${r.destroys}` : "run";
-  const dur = fmtDur((r.finished_at ? ms(r.finished_at) : Date.now()) - ms(r.started_at));
+  const dur = fmtDur(runEnd(page.detail) - ms(r.started_at));
   const info = $("#runinfo");
   info.textContent = `Run ${r.id} (${kind}): ${r.status}, ${dur} — ` + STATUSES.filter((s) => counts[s]).map((s) => `${counts[s]} ${s}`).join(", ");
   info.dataset.run = r.id;
@@ -458,15 +528,29 @@ async function loadRuns() {
   } catch (e) { /* shown by the events stream */ }
 }
 
+// connect follows the run over a WebSocket: a browser holds six HTTP connections to a
+// host and an open stream would hold one per tab, so a seventh tab would wait; a
+// WebSocket is not one of them. A lost connection is made again, sooner at first.
 function connect() {
-  if (page.events) page.events.close();
-  const es = new EventSource(`api/events?run=${page.runParam}`);
-  page.events = es;
-  es.addEventListener("open", () => $("#conn").classList.add("live"));
-  es.addEventListener("error", () => $("#conn").classList.remove("live"));
-  es.addEventListener("run", (e) => setDetail(JSON.parse(e.data)));
-  es.addEventListener("update", (e) => applyUpdate(JSON.parse(e.data)));
-  es.addEventListener("problem", (e) => { $("#runinfo").textContent = JSON.parse(e.data); });
+  clearTimeout(page.reconnect);
+  if (page.events) { page.events.onclose = null; page.events.close(); }
+  const u = new URL(`api/live?run=${page.runParam}`, location.href);
+  u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(u);
+  page.events = ws;
+  ws.onopen = () => { $("#conn").classList.add("live"); page.retry = 0; };
+  ws.onmessage = (e) => {
+    const m = JSON.parse(e.data);
+    if (m.event === "run") setDetail(m.data);
+    else if (m.event === "update") applyUpdate(m.data);
+    else if (m.event === "problem") $("#runinfo").textContent = m.data;
+  };
+  ws.onclose = () => {
+    $("#conn").classList.remove("live");
+    if (page.events !== ws) return;
+    page.retry = Math.min(10000, (page.retry || 250) * 2);
+    page.reconnect = setTimeout(connect, page.retry);
+  };
 }
 
 function selectRun(id) {
@@ -487,6 +571,7 @@ function selectView(v) {
   history.replaceState(null, "", u);
   if (v === "history") renderHistory();
   else redraw();
+  if (v === "graph" && !page.zoom) scaleGraph(); // the window may have changed while hidden
 }
 
 function init() {
@@ -510,6 +595,12 @@ function init() {
   document.addEventListener("mousemove", (e) => { tip.style.left = e.clientX + 12 + "px"; tip.style.top = e.clientY + 12 + "px"; });
   $("#closedetails").addEventListener("click", () => { page.selected = ""; $("#details").hidden = true; markSelected(); clearTimeout(page.tail); });
   $("#runsel").addEventListener("change", (e) => selectRun(Number(e.target.value)));
+  $("#zoomfit").addEventListener("click", () => { page.zoom = 0; scaleGraph(); });
+  $("#zoomin").addEventListener("click", () => zoomBy(1.25));
+  $("#zoomout").addEventListener("click", () => zoomBy(0.8));
+  $("#find").addEventListener("keydown", (e) => { if (e.key === "Enter") findInstance(e.target.value); });
+  $("#find").addEventListener("change", (e) => findInstance(e.target.value));
+  window.addEventListener("resize", () => { if (!page.zoom) scaleGraph(); });
   // A running instance's bar grows and the run's clock moves between updates.
   setInterval(() => {
     if (page.detail && page.detail.live) {
