@@ -184,7 +184,7 @@ func uiDetail(run *engine.RunRecord, status engine.Status, recs []engine.Instanc
 	for i, r := range recs {
 		d.Instances[i] = ui.Instance{Address: r.Address, Type: r.Type, Status: string(r.Status), Attempts: r.Attempts,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error, Reason: r.Reason, Fingerprint: r.Fingerprint,
-			Deps: r.Deps, DepsKnown: r.DepsKnown, Order: r.Order, Removed: r.Removed}
+			Deps: r.Deps, DepsKnown: r.DepsKnown, Order: r.Order, Removed: r.Removed, PendingUndo: len(r.Deposed)}
 		for _, t := range r.Tries {
 			d.Instances[i].Tries = append(d.Instances[i].Tries, ui.Try{StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Error: t.Error})
 		}

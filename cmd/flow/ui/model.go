@@ -36,6 +36,9 @@ type Instance struct {
 	// Tries are the failed attempts before the latest (StartedAt..FinishedAt), oldest
 	// first; empty for a record an older flow wrote.
 	Tries []Try `json:"tries,omitempty"`
+	// PendingUndo counts the objects it made before whose undo has not succeeded yet
+	// (docs/checkpoints.md: pending undos).
+	PendingUndo int `json:"pending_undo,omitempty"`
 }
 
 // Try is a failed attempt that was tried again.
@@ -69,7 +72,8 @@ type Source interface {
 func same(a, b *Instance) bool {
 	return a.Status == b.Status && a.Attempts == b.Attempts && timeEq(a.StartedAt, b.StartedAt) &&
 		timeEq(a.FinishedAt, b.FinishedAt) && a.Error == b.Error && a.Reason == b.Reason &&
-		a.Fingerprint == b.Fingerprint && len(a.Deps) == len(b.Deps) && len(a.Tries) == len(b.Tries)
+		a.Fingerprint == b.Fingerprint && len(a.Deps) == len(b.Deps) && len(a.Tries) == len(b.Tries) &&
+		a.PendingUndo == b.PendingUndo
 }
 
 func timeEq(a, b *time.Time) bool {

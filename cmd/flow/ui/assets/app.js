@@ -437,6 +437,7 @@ function showDetails(addr) {
   if (i.error) fields.splice(1, 0, ["error", i.error]);
   (i.tries || []).forEach((a, n) => fields.push([`attempt ${n + 1}`, `failed after ${fmtDur(ms(a.finished_at) - ms(a.started_at))} (started ${a.started_at}): ${a.error || "-"}`]));
   if (i.removed) fields.splice(1, 0, ["removed", "no longer in the flow: this run undid it (or kept it)"]);
+  if (i.pending_undo) fields.splice(1, 0, ["pending undo", `${i.pending_undo} object${i.pending_undo > 1 ? "s" : ""} it made before, whose undo has not succeeded yet: the next run or flow destroy undoes ${i.pending_undo > 1 ? "them" : "it"} first`]);
   $("#d-fields").innerHTML = fields.map(([k, v]) => `<dt>${k}</dt><dd data-field="${k}">${esc(v)}</dd>`).join("");
   loadOutput();
 }
