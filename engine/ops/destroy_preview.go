@@ -76,7 +76,11 @@ func DestroyDecisions(p *plan.Plan, created, done map[string]*state.Instance) []
 	out := make([]Decision, 0, len(order))
 	for i := len(order) - 1; i >= 0; i-- {
 		inst := p.Instances[order[i]]
-		d := Decision{Addr: inst.Addr, Action: ActionDestroy, Reason: undoReason(inst) + recordedText(inst, created[inst.Addr])}
+		reason := undoReason(inst)
+		if rec := created[inst.Addr]; rec != nil && !ownObject(rec) {
+			reason = "its own object undone already" // only pending undos are left
+		}
+		d := Decision{Addr: inst.Addr, Action: ActionDestroy, Reason: reason + recordedText(inst, created[inst.Addr])}
 		switch {
 		case done[inst.Addr] != nil && done[inst.Addr].Status == state.Succeeded:
 			d.Action, d.Reason = ActionDestroyed, "already destroyed"
