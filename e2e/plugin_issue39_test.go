@@ -192,3 +192,55 @@ task "marker" "second" {
 		t.Errorf("status names not both executables:\n%s", r.desc)
 	}
 }
+
+// TestPluginRefusals (issue 39, item 9): a plugin whose #! interpreter is missing is
+// refused naming the interpreter; a schema with an empty or twice-declared attribute or
+// output name is refused naming the plugin; a type two plugins serve names both. The
+// plugins are under testdata/plugin-bad, flow_plugin beside them.
+func TestPluginRefusals(t *testing.T) {
+	needPython(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		plugins []string // plugin block NAME=FILE under testdata/plugin-bad
+		want    string
+	}{
+		{"missing interpreter", []string{"fp9=python9"}, "its interpreter /usr/bin/python9 (its #! line) does not exist"},
+		{"duplicate attribute", []string{"fp=dup-attr"}, `plugin "fp" (` + "%DIR%/dup-attr): task type \"fp\": attribute \"name\" is declared twice"},
+		{"empty attribute", []string{"fp=empty-attr"}, `task type "fp": an attribute with an empty name`},
+		{"duplicate output", []string{"fp=dup-output"}, `task type "fp": output "text" is declared twice`},
+		{"type of two plugins", []string{"one=greet", "two=greet"}, `plugin "two" serves the task type "greet", which plugin "one" serves already`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tag := newTag(t)
+			dir := t.TempDir()
+			if err := os.Symlink(filepath.Join(root, "plugins", "python", "flow_plugin"), filepath.Join(dir, "flow_plugin")); err != nil {
+				t.Fatal(err)
+			}
+			var flow strings.Builder
+			for _, p := range tt.plugins {
+				name, file, _ := strings.Cut(p, "=")
+				b, err := os.ReadFile(testdata(t, filepath.Join("plugin-bad", file)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, file), b, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				flow.WriteString("plugin \"" + name + "\" {\n  source = \"./" + file + "\"\n}\n")
+			}
+			if err := os.WriteFile(filepath.Join(dir, "flow.hcl"), []byte(flow.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := flowExit(t, tag, dir, 2, "validate", "flow.hcl")
+			said := strings.Join(strings.Fields(r.stderr), " ")
+			if want := strings.ReplaceAll(tt.want, "%DIR%", dir); !strings.Contains(said, want) {
+				t.Errorf("want %q\n%s", want, r.desc)
+			}
+		})
+	}
+}
