@@ -34,7 +34,7 @@ func docBlock(t *testing.T, root, lang, marker string) string {
 }
 
 // TestPluginDocs: the walkthroughs of docs/plugins.md run as written: the Python
-// plugin (with flow_plugin beside it) and the Go one (the page's shell blocks run
+// plugin (with flow_plugin beside it, and from the page's PYTHONPATH) and the Go one (the page's shell blocks run
 // verbatim: its own module, built offline), each through the page's flow and commands.
 func TestPluginDocs(t *testing.T) {
 	needPython(t)
@@ -43,7 +43,7 @@ func TestPluginDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	flowFile := docBlock(t, root, "hcl", `plugin "greeting"`)
-	for _, lang := range []string{"python", "go"} {
+	for _, lang := range []string{"python", "python-pythonpath", "go"} {
 		t.Run(lang, func(t *testing.T) {
 			dir := t.TempDir()
 			write := func(name, content string, mode os.FileMode) {
@@ -52,12 +52,23 @@ func TestPluginDocs(t *testing.T) {
 				}
 			}
 			write("flow.hcl", flowFile, 0o644)
-			if lang == "python" {
+			switch lang {
+			case "python":
 				write("flow-plugin-greeting", docBlock(t, root, "python", "#!/usr/bin/python3"), 0o755)
 				if err := os.Symlink(filepath.Join(root, "plugins", "python", "flow_plugin"), filepath.Join(dir, "flow_plugin")); err != nil {
 					t.Fatal(err)
 				}
-			} else {
+			case "python-pythonpath":
+				// flow_plugin from PYTHONPATH, as the page's block sets it (Debian 12's
+				// python refuses pip install: PEP 668), nothing beside the plugin.
+				write("flow-plugin-greeting", docBlock(t, root, "python", "#!/usr/bin/python3"), 0o755)
+				block := strings.ReplaceAll(docBlock(t, root, "sh", "export PYTHONPATH="), "/path/to/flow", root)
+				out, err := exec.Command("sh", "-ec", block+"\nprintf %s \"$PYTHONPATH\"").Output()
+				if err != nil || len(out) == 0 {
+					t.Fatalf("%s: %v %q", block, err, out)
+				}
+				t.Setenv("PYTHONPATH", string(out))
+			default:
 				// As the page says: its shell blocks run verbatim, flow's checkout for
 				// /path/to/flow, the build offline as written (GOPROXY=off).
 				sh := func(dir, block string) {
