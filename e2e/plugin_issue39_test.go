@@ -244,3 +244,34 @@ func TestPluginRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginStderrInLogs (issue 39, item 9): what a plugin writes to its stderr during
+// a call, without crashing, is in flow logs of the instance whose call was in flight.
+func TestPluginStderrInLogs(t *testing.T) {
+	needPython(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := newTag(t)
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "plugins", "python", "flow_plugin"), filepath.Join(dir, "flow_plugin")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(testdata(t, "plugin/chatty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chatty"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	flow := "plugin \"chatty\" {\n  source = \"./chatty\"\n}\ntask \"chatty\" \"x\" {\n  name = \"x\"\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "flow.hcl"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flowExit(t, tag, dir, 0, "run", "flow.hcl", "--state", "s.db")
+	r := flowExit(t, tag, dir, 0, "logs", "chatty.x", "--state", "s.db")
+	if !strings.Contains(r.stdout, "plugin stderr: chatty: about to greet x") || !strings.Contains(r.stdout, "hello x") {
+		t.Errorf("flow logs lacks the plugin's stderr line:\n%s", r.desc)
+	}
+}

@@ -255,6 +255,44 @@ type tail struct {
 	mu      sync.Mutex
 	partial []byte
 	last    []string
+	// calls are the output writers of the calls in flight: each stderr line of the
+	// process goes to each (the process's stderr is one stream; with one call in
+	// flight, the line is that call's).
+	calls map[*callWriter]bool
+}
+
+// callWriter is a call's stderr, shared by the call's own output events and the
+// process's stderr lines written while the call is in flight.
+type callWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool
+}
+
+func (c *callWriter) Write(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken || c.w == nil {
+		return
+	}
+	if _, err := c.w.Write(b); err != nil {
+		c.broken = true
+	}
+}
+
+// follow sends the process's stderr lines to c until the returned func is called.
+func (t *tail) follow(c *callWriter) (stop func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls == nil {
+		t.calls = map[*callWriter]bool{}
+	}
+	t.calls[c] = true
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.calls, c)
+	}
 }
 
 const tailLines = 10
@@ -270,6 +308,9 @@ func (t *tail) Write(b []byte) (int, error) {
 		}
 		if line := strings.TrimSpace(string(t.partial[:i])); line != "" {
 			t.last = append(t.last, line)
+			for c := range t.calls {
+				c.Write([]byte("plugin stderr: " + line + "\n"))
+			}
 		}
 		t.partial = t.partial[i+1:]
 	}
