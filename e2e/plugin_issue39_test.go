@@ -246,7 +246,8 @@ func TestPluginRefusals(t *testing.T) {
 }
 
 // TestPluginStderrInLogs (issue 39, item 9): what a plugin writes to its stderr during
-// a call, without crashing, is in flow logs of the instance whose call was in flight.
+// a call, without crashing, is in flow logs of the instance whose call was in flight,
+// and in flow's log at --log-level debug.
 func TestPluginStderrInLogs(t *testing.T) {
 	needPython(t)
 	root, err := moduleRoot()
@@ -269,9 +270,16 @@ func TestPluginStderrInLogs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "flow.hcl"), []byte(flow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	flowExit(t, tag, dir, 0, "run", "flow.hcl", "--state", "s.db")
+	if r := flowExit(t, tag, dir, 0, "run", "flow.hcl", "--state", "s.db"); strings.Contains(r.stderr, "[DEBUG]") {
+		t.Errorf("a run at the default log level logs at debug:\n%s", r.desc)
+	}
 	r := flowExit(t, tag, dir, 0, "logs", "chatty.x", "--state", "s.db")
 	if !strings.Contains(r.stdout, "plugin stderr: chatty: about to greet x") || !strings.Contains(r.stdout, "hello x") {
 		t.Errorf("flow logs lacks the plugin's stderr line:\n%s", r.desc)
+	}
+	// At --log-level debug, flow's log has the plugin's stderr lines, named after it.
+	r = flowExit(t, tag, dir, 0, "run", "flow.hcl", "--state", "s.db", "--new", "--log-level", "debug")
+	if !strings.Contains(r.stderr, "[DEBUG] plugin.chatty") || !strings.Contains(r.stderr, ": chatty: about to greet x") {
+		t.Errorf("--log-level debug shows not the plugin's stderr:\n%s", r.desc)
 	}
 }

@@ -29,6 +29,9 @@ type PluginLoader interface {
 	Load(spec PluginSpec) (PluginUse, []Type, error)
 }
 
+// PluginLoader is the loader SetPluginLoader set (nil: none).
+func (r *Registry) PluginLoader() PluginLoader { return r.plugins }
+
 // SetPluginLoader makes WithPlugin start plugins with l.
 func (r *Registry) SetPluginLoader(l PluginLoader) { r.plugins = l }
 
