@@ -311,6 +311,8 @@ type pluginDoc struct {
 	Path   string   `json:"path"`
 	Sha256 string   `json:"sha256"`
 	Types  []string `json:"types"`
+	// Instances are those whose latest attempt ran with this executable.
+	Instances []string `json:"instances"`
 }
 
 type taskDoc struct {

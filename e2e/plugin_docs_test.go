@@ -34,8 +34,8 @@ func docBlock(t *testing.T, root, lang, marker string) string {
 }
 
 // TestPluginDocs: the walkthroughs of docs/plugins.md run as written: the Python
-// plugin (with flow_plugin beside it) and the Go one (its own module with the go.mod
-// of the page, built offline), each through the page's flow and commands.
+// plugin (with flow_plugin beside it, and from the page's PYTHONPATH) and the Go one (the page's shell blocks run
+// verbatim: its own module, built offline), each through the page's flow and commands.
 func TestPluginDocs(t *testing.T) {
 	needPython(t)
 	root, err := moduleRoot()
@@ -43,7 +43,7 @@ func TestPluginDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	flowFile := docBlock(t, root, "hcl", `plugin "greeting"`)
-	for _, lang := range []string{"python", "go"} {
+	for _, lang := range []string{"python", "python-pythonpath", "go"} {
 		t.Run(lang, func(t *testing.T) {
 			dir := t.TempDir()
 			write := func(name, content string, mode os.FileMode) {
@@ -52,32 +52,39 @@ func TestPluginDocs(t *testing.T) {
 				}
 			}
 			write("flow.hcl", flowFile, 0o644)
-			if lang == "python" {
+			switch lang {
+			case "python":
 				write("flow-plugin-greeting", docBlock(t, root, "python", "#!/usr/bin/python3"), 0o755)
 				if err := os.Symlink(filepath.Join(root, "plugins", "python", "flow_plugin"), filepath.Join(dir, "flow_plugin")); err != nil {
 					t.Fatal(err)
 				}
-			} else {
-				src := filepath.Join(dir, "src")
-				if err := os.Mkdir(src, 0o755); err != nil {
-					t.Fatal(err)
+			case "python-pythonpath":
+				// flow_plugin from PYTHONPATH, as the page's block sets it (Debian 12's
+				// python refuses pip install: PEP 668), nothing beside the plugin.
+				write("flow-plugin-greeting", docBlock(t, root, "python", "#!/usr/bin/python3"), 0o755)
+				block := strings.ReplaceAll(docBlock(t, root, "sh", "export PYTHONPATH="), "/path/to/flow", root)
+				out, err := exec.Command("sh", "-ec", block+"\nprintf %s \"$PYTHONPATH\"").Output()
+				if err != nil || len(out) == 0 {
+					t.Fatalf("%s: %v %q", block, err, out)
 				}
-				gomod := docBlock(t, root, "sh", "cat > go.mod")
-				gomod = gomod[strings.Index(gomod, "module "):strings.LastIndex(gomod, "EOF")]
-				gomod = strings.ReplaceAll(gomod, "/path/to/flow", root)
-				write("src/go.mod", gomod, 0o644)
-				write("src/main.go", docBlock(t, root, "go", "package main"), 0o644)
-				sum, _ := os.ReadFile(filepath.Join(root, "plugin", "sdk", "go.sum"))
-				write("src/go.sum", string(sum), 0o644)
-				// As the page says for building offline.
-				for _, args := range [][]string{{"mod", "tidy", "-e"}, {"build", "-o", filepath.Join(dir, "flow-plugin-greeting"), "."}} {
-					cmd := exec.Command("go", args...)
-					cmd.Dir = src
-					cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-					if out, err := cmd.CombinedOutput(); err != nil && args[0] == "build" {
-						t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				t.Setenv("PYTHONPATH", string(out))
+			default:
+				// As the page says: its shell blocks run verbatim, flow's checkout for
+				// /path/to/flow, the build offline as written (GOPROXY=off).
+				sh := func(dir, block string) {
+					t.Helper()
+					cmd := exec.Command("sh", "-ec", strings.ReplaceAll(block, "/path/to/flow", root))
+					cmd.Dir = dir
+					cmd.Env = append(os.Environ(), "GOWORK=off")
+					if out, err := cmd.CombinedOutput(); err != nil {
+						t.Fatalf("%s: %v\n%s", block, err, out)
 					}
 				}
+				sh(dir, docBlock(t, root, "sh", "cat > go.mod"))
+				dir = filepath.Join(dir, "flow-plugin-greeting")
+				write("main.go", docBlock(t, root, "go", "package main"), 0o644)
+				write("flow.hcl", flowFile, 0o644)
+				sh(dir, docBlock(t, root, "sh", "GOPROXY=off go build"))
 			}
 			tag := newTag(t)
 			flowExit(t, tag, dir, 0, "validate", "flow.hcl")

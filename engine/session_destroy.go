@@ -30,6 +30,9 @@ func (s *Session) Destroy(ctx context.Context, req Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if diags := ops.DestroyPluginChanges(j.target, j.loaded, j.created); len(diags) > 0 && req.Warn != nil {
+		req.Warn(j.loaded.Flow, diags)
+	}
 	if req.Confirm != nil && j.preview.Destroys() > 0 && !req.Confirm(j.preview) {
 		return nil, &DeclinedError{}
 	}

@@ -51,6 +51,11 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hist.resumes && hist.from != nil && req.Warn != nil {
+		if diags := ops.PluginChanges(hist.from, l, hist.previous); len(diags) > 0 {
+			req.Warn(l.Flow, diags)
+		}
+	}
 	from := hist.from
 	spec := ops.Spec{Previous: hist.previous, Replace: req.Replace}
 	if from != nil {

@@ -12,6 +12,9 @@
 #     busybox image) and .flow (state) start empty;
 #   - deletes the LXD images the lab imports (flow-member, flow-lab-busybox);
 #
+# Before that, scripts/fresh-gomod.sh: flow built with an empty module cache, then what
+# docs/plugins.md has a plugin author build offline from it.
+#
 # then runs `make demo` once, which must succeed on the first attempt (no resume), and
 # `make demo-teardown`. Prints how long each took. Needs root and the LXD daemon (make
 # lab-setup), and no lab running: it refuses, naming what runs, rather than delete it.
@@ -28,6 +31,11 @@ fail() { log "$*"; exit 1; }
 lxc info >/dev/null 2>&1 || fail "the LXD daemon is not running (make lab-setup)"
 running=$(lxc list -f csv -c n | grep -xE 'member[0-9]+|karmada-host|lab-registry|lab-upstream' || true)
 [ -z "$running" ] || fail "lab instances exist ($(echo $running)): tear the lab down first (make demo-teardown)"
+
+# Go's module cache, as a machine that has only built flow has it: scripts/fresh-gomod.sh
+# builds flow with an empty GOMODCACHE of its own, then the SDK, examples/go-plugin and
+# docs/plugins.md's Go walkthrough offline from it.
+bash scripts/fresh-gomod.sh || fail "building the plugin SDK and the docs' Go plugin from a fresh module cache failed"
 
 # Go's caches stay where they are; everything under the new HOME starts empty.
 export GOCACHE GOMODCACHE GOPATH

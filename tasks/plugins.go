@@ -1,5 +1,7 @@
 package tasks
 
+import "fmt"
+
 // PluginSpec is one plugin block of a flow: the plugin's name and where its
 // executable is (Source: a path relative to Dir, the flow's directory, or a name
 // looked up in the plugin directories). WorkDir is the directory the flow's tasks act
@@ -27,6 +29,9 @@ type PluginLoader interface {
 	Load(spec PluginSpec) (PluginUse, []Type, error)
 }
 
+// PluginLoader is the loader SetPluginLoader set (nil: none).
+func (r *Registry) PluginLoader() PluginLoader { return r.plugins }
+
 // SetPluginLoader makes WithPlugin start plugins with l.
 func (r *Registry) SetPluginLoader(l PluginLoader) { r.plugins = l }
 
@@ -40,14 +45,29 @@ func (r *Registry) WithPlugin(spec PluginSpec) (*Registry, PluginUse, error) {
 	if err != nil {
 		return nil, use, err
 	}
-	out := &Registry{types: make(map[string]*Type, len(r.types)+len(types)), plugins: r.plugins}
+	out := &Registry{types: make(map[string]*Type, len(r.types)+len(types)), plugins: r.plugins,
+		servedBy: make(map[string]string, len(r.servedBy)+len(types))}
 	for name, t := range r.types {
 		out.types[name] = t
 	}
+	for typ, p := range r.servedBy {
+		out.servedBy[typ] = p
+	}
 	for _, t := range types {
+		if _, dup := out.types[t.Name]; dup {
+			switch other := out.servedBy[t.Name]; {
+			case other == spec.Name:
+				return nil, use, fmt.Errorf("plugin %q serves the task type %q twice", spec.Name, t.Name)
+			case other != "":
+				return nil, use, fmt.Errorf("plugin %q serves the task type %q, which plugin %q serves already", spec.Name, t.Name, other)
+			default:
+				return nil, use, fmt.Errorf("plugin %q serves the task type %q, which is a built-in type", spec.Name, t.Name)
+			}
+		}
 		if err := out.Register(t); err != nil {
 			return nil, use, err
 		}
+		out.servedBy[t.Name] = spec.Name
 	}
 	return out, use, nil
 }

@@ -74,6 +74,8 @@ const SensitiveMark = mark("sensitive")
 type Registry struct {
 	types   map[string]*Type
 	plugins PluginLoader // nil: flows cannot name plugins (SetPluginLoader)
+	// servedBy names, for each type a plugin serves, the plugin block's name.
+	servedBy map[string]string
 }
 
 // NewRegistry returns an empty registry. main builds the real one explicitly so tests

@@ -15,6 +15,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flowdev/flow/plugin/bridge"
 	"github.com/flowdev/flow/plugin/host"
 )
 
@@ -33,7 +36,13 @@ func main() {
 		}
 		os.Exit(1)
 	}()
-	if err := host.ServeBridge(conn, host.NewLoader(nil)); err != nil {
+	// flow's --log-level (bridge.HostLogLevel): at debug, go-plugin logs each plugin's
+	// stderr lines, named after the plugin, to flow's stderr.
+	var logger hclog.Logger
+	if level := hclog.LevelFromString(os.Getenv(bridge.HostLogLevel)); level != hclog.NoLevel && level <= hclog.Debug {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: level, Output: os.Stderr})
+	}
+	if err := host.ServeBridge(conn, host.NewLoader(logger)); err != nil {
 		fmt.Fprintln(os.Stderr, "flow-plugin-host:", err)
 		os.Exit(1)
 	}

@@ -56,7 +56,7 @@ task "thin" "a" { size = 1 }`, diags: []string{`There is no task type "thin"`}},
 		{name: "duplicate", src: `plugin "p" { source = "./thing" }
 plugin "p" { source = "./thing" }`, diags: []string{`Plugin "p" is declared twice`}},
 		{name: "type served twice", src: `plugin "p" { source = "./thing" }
-plugin "q" { source = "./thing" }`, diags: []string{`register task type "thing": already registered`}},
+plugin "q" { source = "./thing" }`, diags: []string{`plugin "q" serves the task type "thing", which plugin "p" serves already`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

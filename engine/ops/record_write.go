@@ -76,7 +76,7 @@ func ResumeRun(store *state.Store, run *state.Run, l *plan.Loaded, flow, dir str
 	run.Flow, run.Dir = flow, dir
 	run.FlowHash, run.Status, run.PID, run.FinishedAt, run.Error = l.Flow.Hash, state.Running, os.Getpid(), nil, ""
 	run.Resumes++
-	run.Plugins = pluginRecords(l.Flow)
+	run.Plugins = usedPlugins(run.Plugins, pluginRecords(l.Flow))
 	if err := recordVars(run, l); err != nil {
 		return changed, err
 	}
@@ -214,7 +214,7 @@ func allSucceeded(store *state.Store, runID uint64, p *plan.Plan) (bool, error) 
 // with target's variables, at flow and dir (target's place, or where its flow moved).
 func StartDestroy(store *state.Store, target *state.Run, l *plan.Loaded, flow, dir string) (*state.Run, error) {
 	run := &state.Run{Flow: flow, Dir: dir, FlowHash: l.Flow.Hash, Status: state.Running,
-		StartedAt: time.Now().UTC(), PID: os.Getpid(), Destroys: target.ID}
+		StartedAt: time.Now().UTC(), PID: os.Getpid(), Destroys: target.ID, Plugins: pluginRecords(l.Flow)}
 	if err := recordVars(run, l); err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func (op *runOp) Finish(w *walk.Walk, o walk.Outcome) {
 		w.Keep(addr, res.value)
 		rec := w.Update(addr, func(rec *state.Instance) {
 			rec.Status, rec.FinishedAt, rec.Error, rec.Reason = state.Succeeded, timePtr(res.finished), "", res.reason
-			rec.Redacted = res.redacted
+			rec.Redacted, rec.Plugin = res.redacted, pluginOf(w.Plan(), res.inst.Task.Type)
 		})
 		// Outputs and hashes go to the state file only: the record kept in memory (for
 		// status and the summary) would otherwise grow a long run's heap with every success.
@@ -134,6 +134,7 @@ func (op *runOp) Finish(w *walk.Walk, o walk.Outcome) {
 	case outcomeInterrupted:
 		rec := w.Update(addr, func(rec *state.Instance) {
 			rec.Status, rec.FinishedAt, rec.Error = state.Interrupted, timePtr(res.finished), "interrupted"
+			rec.Plugin = pluginOf(w.Plan(), res.inst.Task.Type)
 		})
 		w.Submit(rec, w.Log(addr))
 		w.Say("%s: interrupted after %s", addr, elapsed)
@@ -153,6 +154,7 @@ func failed(w *walk.Walk, res *attemptResult, elapsed time.Duration) {
 	w.Failed(addr)
 	rec := w.Update(addr, func(rec *state.Instance) {
 		rec.Status, rec.FinishedAt, rec.Error = state.Failed, timePtr(res.finished), msg
+		rec.Plugin = pluginOf(w.Plan(), res.inst.Task.Type)
 	})
 	w.Submit(rec, w.Log(addr))
 	w.Say("%s: failed in %s: %s", addr, elapsed, msg)

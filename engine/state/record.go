@@ -78,6 +78,10 @@ type Instance struct {
 	AttrHashes  map[string]string `json:"attr_hashes,omitempty"`
 	Redacted    bool              `json:"redacted,omitempty"` // outputs held a secret and were not stored
 	Order       int               `json:"order,omitempty"`    // position in the plan, for listing
+	// Plugin is the sha256 of the plugin executable the latest attempt ran with (one of
+	// the run's Plugins); empty for a built-in type, and in records written before flow
+	// kept it.
+	Plugin string `json:"plugin,omitempty"`
 	// Inputs are, for a type that can be undone, the inputs its latest attempt started
 	// with (recorded, with Dir, before the attempt acts) but those that derive from a
 	// secret (named in Withheld): what undoes it — a failed or interrupted attempt's

@@ -64,7 +64,7 @@ type pendingCall struct {
 // startHost starts the host with one end of a socket pair as its fd 3, in a process
 // group of its own (a Ctrl-C reaches flow alone, which cancels the calls), killed by
 // the kernel when flow dies.
-func startHost() (*hostProc, error) {
+func startHost(logLevel string) (*hostProc, error) {
 	path, err := FindHost()
 	if err != nil {
 		return nil, err
@@ -80,7 +80,10 @@ func startHost() (*hostProc, error) {
 	_ = syscall.SetNonblock(fds[0], true)
 	ours, theirs := os.NewFile(uintptr(fds[0]), "plugin-host"), os.NewFile(uintptr(fds[1]), "plugin-host")
 	cmd := exec.Command(path)
-	cmd.Stderr = os.Stderr // a panic of the host's own
+	cmd.Stderr = os.Stderr // a panic of the host's own, and its log
+	if logLevel != "" {
+		cmd.Env = append(os.Environ(), HostLogLevel+"="+logLevel)
+	}
 	cmd.ExtraFiles = []*os.File{theirs}
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {

@@ -16,6 +16,20 @@ type Loader struct {
 	mu   sync.Mutex
 	host *hostProc
 	err  error // the host could not start; every Load says so
+	// logLevel is the level the host logs at, to flow's stderr (SetLogLevel).
+	logLevel string
+}
+
+// HostLogLevel is the environment variable that gives flow-plugin-host its log level:
+// at debug, each plugin's stderr lines (go-plugin logs them at debug).
+const HostLogLevel = "FLOW_PLUGIN_HOST_LOG_LEVEL"
+
+// SetLogLevel makes the host, once started, log at level (flow's --log-level) to
+// flow's stderr; "" or warn and above: it logs nothing of the plugins' stderr.
+func (l *Loader) SetLogLevel(level string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.logLevel = level
 }
 
 // NewLoader returns a Loader that starts the host when first needed.
@@ -48,7 +62,7 @@ func (l *Loader) started() (*hostProc, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.host == nil && l.err == nil {
-		l.host, l.err = startHost()
+		l.host, l.err = startHost(l.logLevel)
 	}
 	return l.host, l.err
 }

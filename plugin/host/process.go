@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
@@ -146,6 +147,9 @@ func (p *Process) startError(err error) error {
 		return fmt.Errorf("plugin %q (%s) speaks plugin protocol %s, this flow speaks %d to %d: rebuild it for protocol %d",
 			p.Name, p.Path, m[1], plugin.MinProtocolVersion, plugin.ProtocolVersion, plugin.ProtocolVersion)
 	}
+	if interp := missingInterpreter(p.Path); interp != "" {
+		return fmt.Errorf("start plugin %q (%s): its interpreter %s (its #! line) does not exist", p.Name, p.Path, interp)
+	}
 	why := err.Error()
 	if m := strayRE.FindStringSubmatch(why); m != nil || strings.Contains(why, "exited before we could connect") {
 		why = "it exited before its handshake"
@@ -155,6 +159,32 @@ func (p *Process) startError(err error) error {
 		return fmt.Errorf("start plugin %q (%s): %s%s", p.Name, p.Path, why, p.tail.lines())
 	}
 	return fmt.Errorf("start plugin %q (%s): %w%s", p.Name, p.Path, err, p.tail.lines())
+}
+
+// missingInterpreter is the interpreter path's #! line names when that interpreter
+// does not exist ("" otherwise): exec then fails with ENOENT, which names the plugin
+// rather than what is missing.
+func missingInterpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return ""
+	}
+	if _, err := os.Stat(fields[0]); errors.Is(err, fs.ErrNotExist) {
+		return fields[0]
+	}
+	return ""
 }
 
 // callError is what a failed call reports: when the process died (or the call broke
@@ -225,6 +255,44 @@ type tail struct {
 	mu      sync.Mutex
 	partial []byte
 	last    []string
+	// calls are the output writers of the calls in flight: each stderr line of the
+	// process goes to each (the process's stderr is one stream; with one call in
+	// flight, the line is that call's).
+	calls map[*callWriter]bool
+}
+
+// callWriter is a call's stderr, shared by the call's own output events and the
+// process's stderr lines written while the call is in flight.
+type callWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool
+}
+
+func (c *callWriter) Write(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken || c.w == nil {
+		return
+	}
+	if _, err := c.w.Write(b); err != nil {
+		c.broken = true
+	}
+}
+
+// follow sends the process's stderr lines to c until the returned func is called.
+func (t *tail) follow(c *callWriter) (stop func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls == nil {
+		t.calls = map[*callWriter]bool{}
+	}
+	t.calls[c] = true
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.calls, c)
+	}
 }
 
 const tailLines = 10
@@ -240,6 +308,9 @@ func (t *tail) Write(b []byte) (int, error) {
 		}
 		if line := strings.TrimSpace(string(t.partial[:i])); line != "" {
 			t.last = append(t.last, line)
+			for c := range t.calls {
+				c.Write([]byte("plugin stderr: " + line + "\n"))
+			}
 		}
 		t.partial = t.partial[i+1:]
 	}

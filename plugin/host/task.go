@@ -157,7 +157,13 @@ type eventStream interface {
 // receive copies a stream's output to env until its result; a stream that breaks
 // before it is the plugin's failure.
 func (t *Task) receive(ctx context.Context, what string, stream eventStream, env *tasks.Env) (tasks.Outputs, error) {
-	stdout, stderr := &stopWriter{w: env.Stdout}, &stopWriter{w: env.Stderr}
+	stdout, stderr := &stopWriter{w: env.Stdout}, &callWriter{w: env.Stderr}
+	// What the process writes to its stderr meanwhile is this call's output too (flow
+	// logs shows it with the attempt's): the plugin's log, not only when it crashes.
+	t.typ.proc.mu.Lock()
+	proc := t.typ.proc.tail
+	t.typ.proc.mu.Unlock()
+	defer proc.follow(stderr)()
 	for {
 		ev, err := stream.Recv()
 		if err != nil {

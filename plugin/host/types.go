@@ -42,6 +42,9 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin %q: %w", p.Name, err)
 		}
+		if err := uniqueNames(s.GetName(), attrs, outputs); err != nil {
+			return nil, fmt.Errorf("plugin %q (%s): %w", p.Name, p.Path, err)
+		}
 		for _, a := range attrs {
 			if tasks.IsMetaAttribute(a.Name) {
 				return nil, fmt.Errorf("plugin %q: task type %q: attribute %q is reserved for the engine", p.Name, s.GetName(), a.Name)
@@ -63,6 +66,46 @@ func (p *Process) Types(ctx context.Context) ([]tasks.Type, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// uniqueNames refuses a type's schema whose attribute or output names are empty or
+// given twice: flow could tell neither from the other.
+func uniqueNames(typ string, attrs []tasks.Attribute, outputs []tasks.Output) error {
+	if typ == "" {
+		return fmt.Errorf("a task type with an empty name")
+	}
+	for _, list := range []struct {
+		what  string
+		names []string
+	}{{"attribute", attrNames(attrs)}, {"output", outputNames(outputs)}} {
+		seen := map[string]bool{}
+		for _, n := range list.names {
+			switch {
+			case n == "":
+				return fmt.Errorf("task type %q: an %s with an empty name", typ, list.what)
+			case seen[n]:
+				return fmt.Errorf("task type %q: %s %q is declared twice", typ, list.what, n)
+			}
+			seen[n] = true
+		}
+	}
+	return nil
+}
+
+func attrNames(attrs []tasks.Attribute) []string {
+	out := make([]string, len(attrs))
+	for i, a := range attrs {
+		out[i] = a.Name
+	}
+	return out
+}
+
+func outputNames(outputs []tasks.Output) []string {
+	out := make([]string, len(outputs))
+	for i, o := range outputs {
+		out[i] = o.Name
+	}
+	return out
 }
 
 // ValidateTimeout bounds a plugin's Validate, which must be fast and offline.

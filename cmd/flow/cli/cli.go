@@ -111,6 +111,10 @@ with "flow resume" without redoing what succeeded.`,
 		if err := c.checkLogLevel(cmd); err != nil {
 			return err
 		}
+		// The plugin host logs at flow's level: at debug, the plugins' stderr lines.
+		if l, ok := c.reg.PluginLoader().(interface{ SetLogLevel(string) }); ok {
+			l.SetLogLevel(strings.ToLower(c.logLevel))
+		}
 		return c.resolveState(cmd, args)
 	}
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")

@@ -86,6 +86,12 @@ func TestDestroyAsks(t *testing.T) {
 		{"plan of another flow", "", false, []string{"plan", "--destroy", flowPath("fail.hcl")}, ExitInvalid, ""},
 		{"no terminal", "yes\n", false, []string{"destroy"}, ExitInvalid, ""},
 		{"declined", "no\n", true, []string{"destroy"}, ExitTaskFailed, `Do you want to destroy 2 instances? Only "yes" goes on.`},
+		// Only "yes" goes on, as Terraform's: not an answer that starts with y, nor another case.
+		{"declined y", "y\n", true, []string{"destroy"}, ExitTaskFailed, `Only "yes" goes on.`},
+		{"declined Y", "Y\n", true, []string{"destroy"}, ExitTaskFailed, `Only "yes" goes on.`},
+		{"declined ye", "ye\n", true, []string{"destroy"}, ExitTaskFailed, `Only "yes" goes on.`},
+		{"declined Yes", "Yes\n", true, []string{"destroy"}, ExitTaskFailed, `Only "yes" goes on.`},
+		{"declined yess", "yess\n", true, []string{"destroy"}, ExitTaskFailed, `Only "yes" goes on.`},
 		{"no answer", "", true, []string{"destroy"}, ExitTaskFailed, "Destroying what run 1 of testdata/flows/destroy.hcl created"},
 	}
 	for _, tt := range tests {

@@ -10,19 +10,32 @@ func (c *CLI) pluginsCmd() *cobra.Command {
 	var flowPath string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "plugins --flow FLOW",
+		Use:   "plugins [PATH]",
 		Short: "List the plugins a flow declares: where each was found, its sha256 and types",
 		Long: `List the plugins a flow's plugin blocks name (its modules' too), before anything
 runs: the executable each was found as (a path with a slash is relative to the flow, a
 bare name is looked up in $FLOW_PLUGIN_PATH and ~/.local/share/flow/plugins), its
 sha256, and the task types it serves. Each plugin is started to read its types. A run
-records the same (flow runs, flow status).`,
-		Example: `  flow plugins --flow flows/site
-  flow plugins --flow flow.hcl --json | jq -r '.[].sha256'`,
-		Args: exactArgs(0, ""),
+records the same (flow runs, flow status). The flow is PATH, as other commands take
+it, or --flow PATH.`,
+		Example: `  flow plugins flow.hcl
+  flow plugins flows/site
+  flow plugins flow.hcl --json | jq -r '.[].sha256'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return failf(ExitInvalid, "%s takes PATH only; %s (see --help)", cmd.CommandPath(), extraArgs(args[1:]))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if flowPath != "" && flowPath != args[0] {
+					return failf(ExitInvalid, "flow plugins takes the flow once: PATH %q or --flow %q", args[0], flowPath)
+				}
+				flowPath = args[0]
+			}
 			if flowPath == "" {
-				return failf(ExitInvalid, "flow plugins needs --flow FLOW")
+				return failf(ExitInvalid, "flow plugins needs the flow: flow plugins PATH (see --help)")
 			}
 			flow, diags := engine.ReadFlow(flowPath, c.reg)
 			if flow == nil || diags.HasErrors() {
@@ -41,7 +54,7 @@ records the same (flow runs, flow status).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&flowPath, "flow", "", "the flow whose plugins to list")
+	cmd.Flags().StringVar(&flowPath, "flow", "", "the flow whose plugins to list (as PATH)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -17,6 +18,9 @@ type pluginDoc struct {
 	Path   string   `json:"path"`
 	Sha256 string   `json:"sha256"`
 	Types  []string `json:"types,omitempty"`
+	// Instances are, in flow status, the instances whose latest attempt ran with this
+	// executable (a resume with a changed plugin records both).
+	Instances []string `json:"instances,omitempty"`
 }
 
 // pluginDocs are the plugins run recorded.
@@ -26,6 +30,18 @@ func pluginDocs(run *engine.RunRecord) []pluginDoc {
 		out = append(out, pluginDoc{Name: p.Name, Path: p.Path, Sha256: p.Sha256, Types: p.Types})
 	}
 	return out
+}
+
+// pluginInstances fills in each plugin's Instances from recs: those whose latest
+// attempt ran with its sha256.
+func pluginInstances(docs []pluginDoc, recs []engine.InstanceRecord) {
+	for i := range docs {
+		for _, r := range recs {
+			if r.Plugin != "" && r.Plugin == docs[i].Sha256 && slices.Contains(docs[i].Types, r.Type) {
+				docs[i].Instances = append(docs[i].Instances, r.Address)
+			}
+		}
+	}
 }
 
 // printPlugins writes one line per plugin under a "Plugins:" heading, nothing when the
@@ -38,6 +54,9 @@ func printPlugins(w io.Writer, heading string, docs []pluginDoc) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, p := range docs {
 		fmt.Fprintf(tw, "  %s\t%s\tsha256 %s\t%s\n", p.Name, p.Path, p.Sha256, strings.Join(p.Types, ", "))
+		if len(p.Instances) > 0 {
+			fmt.Fprintf(tw, "  \t  ran %s\t\t\n", strings.Join(p.Instances, ", "))
+		}
 	}
 	tw.Flush()
 }

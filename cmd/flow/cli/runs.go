@@ -12,16 +12,50 @@ import (
 	"github.com/flowdev/flow/engine"
 )
 
+// runDoc is a run as flow runs --json prints it; its field names are a contract
+// (docs/cli.md).
+type runDoc struct {
+	ID         uint64      `json:"id"`
+	Status     string      `json:"status"`
+	Flow       string      `json:"flow"`
+	Dir        string      `json:"dir"`
+	StartedAt  time.Time   `json:"started_at"`
+	FinishedAt *time.Time  `json:"finished_at"`
+	Resumes    int         `json:"resumes"`
+	Destroys   uint64      `json:"destroys"`
+	Error      string      `json:"error"`
+	Plugins    []pluginDoc `json:"plugins"`
+}
+
 func (c *CLI) runsCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "runs",
 		Short:   "List the runs recorded in the state file",
-		Example: "  flow runs\n  flow runs --state /var/lib/flow/lab.db",
+		Example: "  flow runs\n  flow runs --state /var/lib/flow/lab.db\n  flow runs --json | jq -r '.[] | select(.status == \"failed\") | .id'",
 		Args:    exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := engine.NewSession(c.state(), c.reg).Runs()
 			if err != nil {
 				return c.refused(err)
+			}
+			if asJSON {
+				docs := []runDoc{}
+				for _, r := range runs {
+					var finished *time.Time
+					if r.FinishedAt != nil {
+						t := r.FinishedAt.UTC()
+						finished = &t
+					}
+					plugins := pluginDocs(r)
+					if plugins == nil {
+						plugins = []pluginDoc{}
+					}
+					docs = append(docs, runDoc{ID: r.ID, Status: string(r.Status), Flow: r.Flow, Dir: r.Dir,
+						StartedAt: r.StartedAt.UTC(), FinishedAt: finished, Resumes: r.Resumes,
+						Destroys: r.Destroys, Error: r.Error, Plugins: plugins})
+				}
+				return writeJSON(c.stdout, docs)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tRESUMES\tFLOW")
@@ -47,6 +81,8 @@ func (c *CLI) runsCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of the runs, oldest first (fields: docs/cli.md)")
+	return cmd
 }
 
 // printPending names the instances with pending undos (old objects the next run or

@@ -50,6 +50,7 @@ type taskDoc struct {
 func newStatusDoc(run *engine.RunRecord, status string, recs []engine.InstanceRecord) statusDoc {
 	doc := statusDoc{RunID: run.ID, Flow: run.Flow, Status: status, Tasks: []taskDoc{}, Outputs: map[string]outputDoc{},
 		Destroys: run.Destroys, Plugins: pluginDocs(run)}
+	pluginInstances(doc.Plugins, recs)
 	for name, v := range run.Outputs {
 		doc.Outputs[name] = outputDoc{Value: v.Value, Type: v.Type}
 	}
