@@ -217,8 +217,9 @@ task "test_plug" "b" {
 		!strings.Contains(warned[0].Detail, "(sha256 bbbbbbbbbbbb). The resumed run uses the new executable for test_plug.b.") {
 		t.Errorf("warnings: %v", warned)
 	}
-	if got := recordedPlugins(t, path); len(got) != 1 || got[0].Sha256 != host.sum {
-		t.Errorf("after the resume the run records %+v, want sha256 %s", got, host.sum)
+	// Every executable the run used: the first attempt's and the resume's.
+	if got := recordedPlugins(t, path); len(got) != 2 || got[0].Sha256 != strings.Repeat("a", 64) || got[1].Sha256 != host.sum {
+		t.Errorf("after the resume the run records %+v, want sha256 aaaa… then %s", got, host.sum)
 	}
 }
 
