@@ -364,3 +364,21 @@ func TestMoveUndoesHere(t *testing.T) {
 		})
 	}
 }
+
+// TestOlderRecordReplacedOnlyAsItRan: --replace of an instance an older flow recorded
+// without its object undoes it from the flow only with the values it ran with; with
+// others the attempt is refused and nothing is removed.
+func TestOlderRecordReplacedOnlyAsItRan(t *testing.T) {
+	tag, dir := newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"f.hcl": fileFlow, "f-precious": "mine"})
+	flowExit(t, tag, dir, 0, "run", "f.hcl")
+	forgetObjects(t, filepath.Join(dir, ".flow", "f.db"))
+	r := flowExit(t, tag, dir, 1, "run", "f.hcl", "--replace", "exec.mk", "--var", "x=precious")
+	if !strings.Contains(r.stdout, "recorded by an older flow") || !exists(filepath.Join(dir, "f-precious")) || !exists(filepath.Join(dir, "f-one")) {
+		t.Fatalf("a replace with other values was not refused, or removed a file\n%s", r.desc)
+	}
+	r = flowExit(t, tag, dir, 0, "run", "f.hcl", "--new", "--replace", "exec.mk")
+	if !exists(filepath.Join(dir, "f-one")) || !strings.Contains(r.stdout, "undone in") {
+		t.Errorf("a replace with the values it ran with did not undo and make f-one again\n%s", r.desc)
+	}
+}

@@ -170,25 +170,33 @@ func undoObject(ctx context.Context, w *walk.Walk, inst *plan.Instance, env *tas
 	if err != nil {
 		return err
 	}
+	return destroyRecorded(ctx, w, inst.Addr, task, env, obj,
+		"undoing what it made before: "+strings.TrimSpace(objectText(inst.Task.Kind, obj)))
+}
+
+// destroyRecorded calls task's Destroy, when its type has one, on the object rec
+// records: in the directory it was made in, given the outputs its success recorded,
+// once the walk's lock is confirmed (last before acting). It says what (a line of addr)
+// before, and how long it took after.
+func destroyRecorded(ctx context.Context, w *walk.Walk, addr string, task tasks.Task, env *tasks.Env, rec *state.Instance, what string) error {
 	destroyer, ok := task.(tasks.Destroyer)
 	if !ok {
 		return nil
 	}
 	undoEnv := *env
-	undoEnv.Dir = objectDir(w, inst.Addr, obj)
+	undoEnv.Dir = objectDir(w, addr, rec)
 	var recorded tasks.Outputs
-	if obj.Status == state.Succeeded && len(obj.Outputs) > 0 {
-		recorded = decodeOutputs(obj)
+	if rec.Status == state.Succeeded && len(rec.Outputs) > 0 {
+		recorded = decodeOutputs(rec)
 	}
-	text := objectText(inst.Task.Kind, obj)
-	w.Say("%s: undoing what it made before: %s", inst.Addr, strings.TrimSpace(text))
+	w.Say("%s: %s", addr, what)
 	began := time.Now()
-	if err := w.Confirmed(); err != nil { // last before acting
+	if err := w.Confirmed(); err != nil {
 		return err
 	}
 	if err := destroyer.Destroy(ctx, &undoEnv, recorded); err != nil {
 		return err
 	}
-	w.Say("%s: undone in %s", inst.Addr, walk.Round(time.Since(began)))
+	w.Say("%s: undone in %s", addr, walk.Round(time.Since(began)))
 	return nil
 }

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/flowdev/flow/engine/plan"
 	"github.com/flowdev/flow/engine/state"
@@ -47,26 +46,8 @@ func replaceReason(inst *plan.Instance, prev *state.Instance) string {
 func undoRecorded(ctx context.Context, w *walk.Walk, inst *plan.Instance, ev *plan.Evaluated, env *tasks.Env, prev *state.Instance) error {
 	if fp, _ := plan.Fingerprint(inst.Task, ev.Inputs); prev.Fingerprint == "" || fp != prev.Fingerprint {
 		return fmt.Errorf("what it made before was recorded by an older flow without its object, and the flow now says otherwise: " +
-			"undo it by hand, or run with the values it ran with first")
+			"replace it with the values it ran with, or undo it by hand and run without --replace")
 	}
-	destroyer, ok := ev.Task.(tasks.Destroyer)
-	if !ok {
-		return nil
-	}
-	undoEnv := *env
-	undoEnv.Dir = objectDir(w, inst.Addr, prev)
-	var recorded tasks.Outputs
-	if prev.Status == state.Succeeded && len(prev.Outputs) > 0 {
-		recorded = decodeOutputs(prev)
-	}
-	w.Say("%s: undoing it first (recorded by an older flow: as the flow says now, which is what it ran with)", inst.Addr)
-	began := time.Now()
-	if err := w.Confirmed(); err != nil { // last before acting
-		return err
-	}
-	if err := destroyer.Destroy(ctx, &undoEnv, recorded); err != nil {
-		return err
-	}
-	w.Say("%s: undone in %s", inst.Addr, walk.Round(time.Since(began)))
-	return nil
+	return destroyRecorded(ctx, w, inst.Addr, ev.Task, env, prev,
+		"undoing it first (recorded by an older flow: as the flow says now, which is what it ran with)")
 }
