@@ -39,25 +39,8 @@ func marksOf(t *testing.T, dir string) (map[string]int, int) {
 // session is ended; B resumes the run to its end; A, continued, starts no instance (no
 // mark file grows), stops at once and says it was taken over.
 func TestPostgresTakenOverStartsNothing(t *testing.T) {
-	binary(t)
-	c := pgtest.Shared(t)
-	url := pgtest.Database(t) + "&state=takeover"
-	marks := filepath.Join(t.TempDir(), "marks")
-	flowFile := testdata(t, "pg_many.hcl")
-	a, b := newMachine(t), newMachine(t)
-	tagA, tagB := newTag(t), newTag(t)
-
-	pa := a.start(t, tagA, "run", flowFile, "--state", url, "--parallelism", "4", "--var", "marks="+marks)
-	waitPGStatus(t, b, tagB, url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 20 })
-	if err := syscall.Kill(pa.pid(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
+	url, marks, b, _, tagB, pa, stopped := stoppedHolder(t, "takeover")
 	defer syscall.Kill(pa.pid(), syscall.SIGCONT)
-	t.Setenv("HOME", b.home)
-	if r, ended := endHolderSession(t, c, tagB, b.dir, url, pa.pid()); !ended {
-		t.Fatalf("state lock while A is stopped: not A's\n%s", r.desc)
-	}
 	if r := runFlow(t, tagB, b.dir, 120*time.Second, "resume", "--state", url); r.code != 0 {
 		t.Fatalf("B's resume after A's session ended:\n%s", r.desc)
 	}
@@ -134,25 +117,8 @@ func startsOf(t *testing.T, dir string) map[string][]time.Time {
 // that did not release it, starts nothing until that lease has run out: no instance
 // starts on A after B's first start, and A stops saying it was taken over.
 func TestPostgresShortPauseNoOverlap(t *testing.T) {
-	binary(t)
-	c := pgtest.Shared(t)
-	url := pgtest.Database(t) + "&state=shortpause"
-	marks := filepath.Join(t.TempDir(), "marks")
-	flowFile := testdata(t, "pg_many.hcl")
-	a, b := newMachine(t), newMachine(t)
-	tagA, tagB := newTag(t), newTag(t)
-
-	pa := a.start(t, tagA, "run", flowFile, "--state", url, "--parallelism", "4", "--var", "marks="+marks)
-	waitPGStatus(t, b, tagB, url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 20 })
-	if err := syscall.Kill(pa.pid(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
+	url, marks, b, tagA, tagB, pa, stopped := stoppedHolder(t, "shortpause")
 	defer syscall.Kill(pa.pid(), syscall.SIGCONT)
-	t.Setenv("HOME", b.home)
-	if r, ended := endHolderSession(t, c, tagB, b.dir, url, pa.pid()); !ended {
-		t.Fatalf("state lock while A is stopped: not A's\n%s", r.desc)
-	}
 	pb := b.start(t, tagB, "resume", "--state", url)
 	for { // continue A as soon as B holds the lock
 		r := b.flow(t, newTag(t), "state", "lock", "--json", "--state", url)
@@ -293,4 +259,31 @@ func TestPostgresInterruptDuringOutage(t *testing.T) {
 	if sum != 40 {
 		t.Errorf("the summary counts %d instances, want 40", sum)
 	}
+}
+
+// stoppedHolder starts writer A on machine a: a run of 400 instances at parallelism 4
+// on a new database's state name, its marks in marks; once 20 succeeded it stops A
+// (SIGSTOP, A alone: its tasks go on) and ends its session from machine b, as a
+// partition or the server's timeout would. The caller continues A (SIGCONT).
+func stoppedHolder(t *testing.T, name string) (url, marks string, b machine, tagA, tagB string, pa *proc, stopped time.Time) {
+	t.Helper()
+	binary(t)
+	c := pgtest.Shared(t)
+	url = pgtest.Database(t) + "&state=" + name
+	marks = filepath.Join(t.TempDir(), "marks")
+	a := newMachine(t)
+	b = newMachine(t)
+	tagA, tagB = newTag(t), newTag(t)
+	pa = a.start(t, tagA, "run", testdata(t, "pg_many.hcl"), "--state", url, "--parallelism", "4", "--var", "marks="+marks)
+	waitPGStatus(t, b, tagB, url, func(d statusDoc) bool { return countPG(d, "succeeded") >= 20 })
+	if err := syscall.Kill(pa.pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped = time.Now()
+	t.Setenv("HOME", b.home)
+	if r, ended := endHolderSession(t, c, tagB, b.dir, url, pa.pid()); !ended {
+		syscall.Kill(pa.pid(), syscall.SIGCONT)
+		t.Fatalf("state lock while A is stopped: not A's\n%s", r.desc)
+	}
+	return url, marks, b, tagA, tagB, pa, stopped
 }
