@@ -54,14 +54,10 @@ func absolute(paths []string) []string {
 }
 
 // madeElsewhere is what a run in the process's working directory would take over with
-// --move: the live instances store holds made in other directories, as an
+// --move: the live instances of store (live, read from it) made in other directories, as an
 // *ElsewhereError; nil when there are none.
-func (s *Session) madeElsewhere(store *state.Store) (*ElsewhereError, error) {
+func (s *Session) madeElsewhere(store *state.Store, live map[string]ops.Orphan) (*ElsewhereError, error) {
 	here, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	live, err := ops.LiveInstances(store)
 	if err != nil {
 		return nil, err
 	}

@@ -72,34 +72,30 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 	if hist.last != nil {
 		ops.AgainReasons(pv.Decisions, hist.last, hist.lastRecs)
 	}
-	live, err := s.liveInstances()
-	if err != nil {
+	// One read of the state for what it holds live: pending undos, the place, orphans.
+	var live map[string]ops.Orphan
+	store, err := s.openRead()
+	switch {
+	case errors.As(err, new(*NoStateError)): // nothing made yet
+	case err != nil:
 		return nil, err
-	}
-	ops.NotePending(pv.Decisions, plan, live)
-	if !hist.resumes {
-		if pv.Elsewhere, err = s.previewPlace(); err != nil {
+	default:
+		defer store.Close()
+		if live, err = ops.LiveInstances(store); err != nil {
 			return nil, err
 		}
+		if !hist.resumes {
+			if pv.Elsewhere, err = s.madeElsewhere(store, live); err != nil {
+				return nil, err
+			}
+		}
 	}
+	ops.NotePending(pv.Decisions, plan, live)
 	if !req.selective() {
 		inFlow := func(addr string) bool { return l.Plan.Instances[addr] != nil }
 		pv.Removed = ops.OrphanDecisions(s.reg, live, inFlow, req.KeepRemoved)
 	}
 	return pv, nil
-}
-
-// previewPlace is what a new run here would find made elsewhere (madeElsewhere).
-func (s *Session) previewPlace() (*ElsewhereError, error) {
-	store, err := s.openRead()
-	if errors.As(err, new(*NoStateError)) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	return s.madeElsewhere(store)
 }
 
 // liveInstances reads what earlier runs made and no run undid (ops.LiveInstances):

@@ -45,7 +45,11 @@ func (s *Session) Run(ctx context.Context, req Request) (*Outcome, error) {
 	if b.refused {
 		return nil, &UnfinishedError{Latest: latest, Status: ops.EffectiveStatus(latest)}
 	}
-	away, err := s.madeElsewhere(h.store)
+	live, err := ops.LiveInstances(h.store)
+	if err != nil {
+		return nil, err
+	}
+	away, err := s.madeElsewhere(h.store, live)
 	if err != nil {
 		return nil, err
 	}

@@ -56,16 +56,21 @@ func recordedText(inst *plan.Instance, rec *state.Instance) string {
 }
 
 // PendingText names rec's pending undos, the deposed objects an undo must still act
-// on, as plan and status show them: "" when there are none.
+// on, as plan --destroy shows them: "" when there are none.
 func PendingText(kind *tasks.Type, rec *state.Instance) string {
 	if rec == nil || len(rec.Deposed) == 0 {
 		return ""
 	}
+	return "; pending undo of what it made before " + pendingObjects(kind, rec)
+}
+
+// pendingObjects lists rec's deposed objects, newest first, with how many: "(2): ...; ...".
+func pendingObjects(kind *tasks.Type, rec *state.Instance) string {
 	var parts []string
 	for i := len(rec.Deposed) - 1; i >= 0; i-- {
 		parts = append(parts, objectText(kind, rec.Deposed[i]))
 	}
-	return fmt.Sprintf("; pending undo of what it made before (%d): %s", len(parts), strings.Join(parts, "; "))
+	return fmt.Sprintf("(%d): %s", len(parts), strings.Join(parts, "; "))
 }
 
 // DestroyDecisions decides, for each instance the run with records created started,

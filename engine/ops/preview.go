@@ -166,6 +166,6 @@ func NotePending(ds []Decision, p *plan.Plan, live map[string]Orphan) {
 		if !ok || len(o.Rec.Deposed) == 0 {
 			continue
 		}
-		ds[i].Reason += "; first undoes" + strings.TrimPrefix(PendingText(p.Instances[ds[i].Addr].Task.Kind, o.Rec), "; pending undo of")
+		ds[i].Reason += "; first undoes what it made before " + pendingObjects(p.Instances[ds[i].Addr].Task.Kind, o.Rec)
 	}
 }
