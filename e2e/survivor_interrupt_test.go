@@ -12,19 +12,7 @@ import (
 // SIGKILLed before) kills the survivor, as docs/cli.md promises, instead of leaving it
 // running.
 func TestSecondInterruptKillsSurvivor(t *testing.T) {
-	tag, dir := newTag(t), t.TempDir()
-	writeFiles(t, dir, map[string]string{"t.hcl": `task "exec" "slow" {
-  script = "if [ -f second ]; then exit 0; fi; touch second; trap '' TERM; sleep 60 & wait"
-}
-`})
-	p := start(t, tag, dir, "run", "t.hcl", "--progress", "plain")
-	waitForProcesses(t, tag, 3, p)
-	time.Sleep(time.Second) // the process group rides with a lazy commit
-	p.signal(t, syscall.SIGKILL)
-	p.wait(5 * time.Second)
-	if len(tagged(tag)) == 0 {
-		t.Fatal("the killed run left no survivor; the test cannot show anything")
-	}
+	tag, dir := leaveSurvivor(t, "trap '' TERM; sleep 60 & wait")
 	r := start(t, tag, dir, "resume", "--progress", "plain")
 	for end := time.Now().Add(20 * time.Second); !strings.Contains(r.stdout.String(), "still runs; stopping it first"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) || r.exited() {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -181,19 +182,7 @@ func TestSecondInterruptStopsTasks(t *testing.T) {
 // task's sleep behind; the resume stops it before it runs the instance again, so no
 // second copy runs beside it.
 func TestResumeStopsSurvivor(t *testing.T) {
-	tag, dir := newTag(t), t.TempDir()
-	writeFiles(t, dir, map[string]string{"t.hcl": `task "exec" "slow" {
-  script = "if [ -f second ]; then exit 0; fi; touch second; sleep 30"
-}
-`})
-	p := start(t, tag, dir, "run", "t.hcl", "--progress", "plain")
-	waitForProcesses(t, tag, 3, p)
-	time.Sleep(time.Second) // the process group rides with a lazy commit
-	p.signal(t, syscall.SIGKILL)
-	p.wait(5 * time.Second)
-	if len(tagged(tag)) == 0 {
-		t.Fatal("the killed run left no survivor; the test cannot show anything")
-	}
+	tag, dir := leaveSurvivor(t, "sleep 30")
 	r := flowExit(t, tag, dir, 0, "resume")
 	if !strings.Contains(r.stdout, "still runs; stopping it first") {
 		t.Errorf("the resume did not stop the survivor\n%s", r.desc)
@@ -304,4 +293,24 @@ func processAlive(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(stat), ')')
 	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// leaveSurvivor runs a flow whose one task runs script (once: its second run exits at
+// once) and SIGKILLs flow while it runs, leaving the script's processes behind.
+func leaveSurvivor(t *testing.T, script string) (tag, dir string) {
+	t.Helper()
+	tag, dir = newTag(t), t.TempDir()
+	writeFiles(t, dir, map[string]string{"t.hcl": fmt.Sprintf(`task "exec" "slow" {
+  script = "if [ -f second ]; then exit 0; fi; touch second; %s"
+}
+`, script)})
+	p := start(t, tag, dir, "run", "t.hcl", "--progress", "plain")
+	waitForProcesses(t, tag, 3, p)
+	time.Sleep(time.Second) // the process group rides with a lazy commit
+	p.signal(t, syscall.SIGKILL)
+	p.wait(5 * time.Second)
+	if len(tagged(tag)) == 0 {
+		t.Fatal("the killed run left no survivor; the test cannot show anything")
+	}
+	return tag, dir
 }
