@@ -86,7 +86,7 @@ type Request struct {
 // takes from req, over store, redacting with redact. Each walk adds its own (what it
 // resumes, what it undoes, how it finishes).
 func (req *Request) options(run *state.Run, store *state.Store, redact func(string) string) Options {
-	return Options{RunID: run.ID, Store: store, Dir: run.Dir, Parallelism: req.Parallelism,
+	return Options{RunID: run.ID, Store: store, Dir: run.Dir, Lineage: lineageOf(store), Parallelism: req.Parallelism,
 		FailFast: req.FailFast, TransientRetry: req.TransientRetry, Replace: req.Replace,
 		NoRefresh: req.NoRefresh, Moved: req.Move, Out: req.Out, Logger: req.logger(redact), Live: req.Live}
 }
@@ -260,7 +260,15 @@ func (req *Request) logger(redact func(string) string) hclog.Logger {
 	return req.Logger(redact)
 }
 
-// refresh is how req's preview probes: as many at once as its walk runs tasks.
-func (req *Request) refresh() *ops.Refresh {
-	return &ops.Refresh{Parallelism: req.Parallelism, Logger: req.logger(nil)}
+// refresh is how req's preview probes, in the state of lineage: as many at once as
+// its walk runs tasks.
+func (req *Request) refresh(lineage string) *ops.Refresh {
+	return &ops.Refresh{Parallelism: req.Parallelism, Logger: req.logger(nil), Lineage: lineage}
+}
+
+// lineageOf is store's lineage id (tasks.Env.Lineage); a state that cannot say has
+// none, and names derived from it are still unique per address.
+func lineageOf(store *state.Store) string {
+	id, _ := store.Identity()
+	return id.Lineage
 }

@@ -63,7 +63,7 @@ func (s *Session) Preview(ctx context.Context, req Request) (*Preview, error) {
 	}
 	var refresh *ops.Refresh
 	if !req.NoRefresh {
-		refresh = req.refresh()
+		refresh = req.refresh(hist.lineage)
 	}
 	pv := &Preview{From: from, Resumes: hist.resumes, Last: hist.last, Refused: hist.refused && !hist.resumes, Plan: plan}
 	if pv.Decisions, err = ops.Preview(ctx, plan, spec, refresh); err != nil {
@@ -123,6 +123,7 @@ type history struct {
 	last     *state.Run
 	lastRecs map[string]*state.Instance
 	refused  bool // a run refuses without --new (basis.refused)
+	lineage  string
 }
 
 // historyOf reads what a run of req.Flow would build on: the latest run of that flow
@@ -137,6 +138,8 @@ func (s *Session) historyOf(req *Request) (*history, error) {
 		return nil, err
 	}
 	defer store.Close()
+	id, _ := store.Identity() // none: names derived from it are still unique per address
+	h.lineage = id.Lineage
 	run, err := store.LatestRun()
 	if err != nil {
 		return nil, err

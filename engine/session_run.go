@@ -148,7 +148,7 @@ func (s *Session) drifted(ctx context.Context, store *state.Store, run *state.Ru
 	if err != nil {
 		return nil
 	}
-	ds, _ := ops.Drifted(ctx, l.Plan, ops.Spec{Previous: recs, From: run.ID, Dir: p.dir}, *req.refresh())
+	ds, _ := ops.Drifted(ctx, l.Plan, ops.Spec{Previous: recs, From: run.ID, Dir: p.dir}, *req.refresh(lineageOf(store)))
 	return ds
 }
 

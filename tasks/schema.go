@@ -34,6 +34,16 @@ type Described interface {
 	DecodeValues(values map[string]cty.Value) error
 }
 
+// SensitiveInputs is a task told, after it is decoded and before Validate, which of
+// its inputs derive from a sensitive value: by attribute name, the paths inside that
+// attribute's value (an empty path is the whole value). Decode sees values without
+// their marks; a task that hands a value on keeps a secret secret with it (k8s_job
+// puts such an env value into a Kubernetes Secret instead of the Job's spec).
+type SensitiveInputs interface {
+	Task
+	SetSensitive(paths map[string][]cty.Path)
+}
+
 // Attributes lists the hcl-tagged fields of a task's config struct, in field order.
 // Its types are what a value is converted to before decoding, so the config loader
 // uses them to report a wrong type on the attribute's own range.

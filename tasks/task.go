@@ -64,6 +64,10 @@ type Env struct {
 	// means the process's working directory. An undo gets the directory its instance
 	// succeeded in, wherever flow runs now.
 	Dir string
+	// Lineage is the lineage id of the state the instance is recorded in (the same
+	// in a migrated copy); empty for a state that kept none. A task that names what
+	// it creates from the instance includes it, so two states never share an object.
+	Lineage string
 	// Started, when set, is told the process group of each command the task starts,
 	// with the process's start time (clock ticks since boot), so the state can name a
 	// survivor of a crash; Started(0, 0) says the command ended.

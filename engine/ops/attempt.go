@@ -166,7 +166,7 @@ func (op *runOp) runTask(ctx context.Context, w *walk.Walk, inst *plan.Instance,
 	opts := w.Options()
 	env := &tasks.Env{Address: inst.Addr, Attempt: res.attempt, Stdout: stdout, Stderr: stderr,
 		Logger: opts.Logger.Named(inst.Addr), TransientRetry: opts.TransientRetry,
-		Dir: opts.Dir, Started: noteGroup(w, inst.Addr)}
+		Dir: opts.Dir, Lineage: opts.Lineage, Started: noteGroup(w, inst.Addr)}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if ev.Timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, ev.Timeout)

@@ -51,6 +51,7 @@ type Spec struct {
 type Refresh struct {
 	Parallelism int
 	Logger      hclog.Logger
+	Lineage     string // the state's lineage id (tasks.Env.Lineage)
 }
 
 // Preview is Decisions for a run starting from spec, with reasons that name the run

@@ -32,9 +32,10 @@ func probeShape(order []string, op *probeOp) *walk.Shape {
 // probeOp probes each instance of its jobs and keeps what it found, by address. Its
 // Perform runs on the walk's workers; found is read once the walk has ended.
 type probeOp struct {
-	jobs   map[string]probeJob
-	dir    string
-	logger hclog.Logger // nil: none
+	jobs    map[string]probeJob
+	dir     string
+	lineage string
+	logger  hclog.Logger // nil: none
 
 	mu    sync.Mutex
 	found map[string]string
@@ -68,7 +69,7 @@ func (o *probeOp) Perform(ctx context.Context, _ *walk.Walk, inst *plan.Instance
 	if o.logger != nil {
 		logger = o.logger.Named(inst.Addr)
 	}
-	return probed{inst, drift(ctx, probeTask(j.inst, j.ev, j.prev), probeEnv(inst.Addr, logger, j.prev, o.dir), j.prev)}
+	return probed{inst, drift(ctx, probeTask(j.inst, j.ev, j.prev), probeEnv(inst.Addr, logger, j.prev, o.dir, o.lineage), j.prev)}
 }
 
 // Finish keeps what the probe found; nothing waits for it, and nothing is recorded.

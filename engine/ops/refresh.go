@@ -57,7 +57,7 @@ func refresh(ctx context.Context, opts *walk.Options, inst *plan.Instance, ev *p
 	if opts.NoRefresh || !canProbe(inst) {
 		return ""
 	}
-	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, opts.Logger.Named(inst.Addr), prev, opts.Dir), prev)
+	return drift(ctx, probeTask(inst, ev, prev), probeEnv(inst.Addr, opts.Logger.Named(inst.Addr), prev, opts.Dir, opts.Lineage), prev)
 }
 
 // probeTask is the task whose object a probe looks at: decoded from prev's record
@@ -74,8 +74,8 @@ func probeTask(inst *plan.Instance, ev *plan.Evaluated, prev *state.Instance) ta
 // probeEnv is the Env a probe runs in: it prints nothing, a daemon that does not
 // answer is reported at once rather than retried, and relative paths are taken from
 // the directory prev's object was made in, else from dir (see workDir).
-func probeEnv(addr string, logger hclog.Logger, prev *state.Instance, dir string) *tasks.Env {
-	env := &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1, Dir: workDir(dir)}
+func probeEnv(addr string, logger hclog.Logger, prev *state.Instance, dir, lineage string) *tasks.Env {
+	env := &tasks.Env{Address: addr, Attempt: 1, Stdout: io.Discard, Stderr: io.Discard, Logger: logger, TransientRetry: -1, Dir: workDir(dir), Lineage: lineage}
 	if prev != nil && prev.Dir != "" && isDir(prev.Dir) {
 		env.Dir = prev.Dir
 	}
@@ -121,7 +121,7 @@ func refreshAll(ctx context.Context, p *plan.Plan, spec previewSpec, r Refresh) 
 		return ""
 	}
 	preview(p, spec)
-	op := &probeOp{jobs: jobs, dir: spec.Dir, logger: r.Logger, found: map[string]string{}}
+	op := &probeOp{jobs: jobs, dir: spec.Dir, lineage: r.Lineage, logger: r.Logger, found: map[string]string{}}
 	if _, err := walk.New(p, probeShape(order, op), probeWalkOptions(r)).Run(ctx); err != nil {
 		return nil, err
 	}

@@ -266,7 +266,7 @@ func undo(ctx context.Context, w *walk.Walk, inst *plan.Instance, ectx *hcl.Eval
 		}()
 		env := &tasks.Env{Address: inst.Addr, Attempt: 1, Stdout: stdout, Stderr: stderr,
 			Logger: opts.Logger.Named(inst.Addr), TransientRetry: opts.TransientRetry,
-			Dir: objectDir(w, inst.Addr, created), Started: noteGroup(w, inst.Addr)}
+			Dir: objectDir(w, inst.Addr, created), Lineage: opts.Lineage, Started: noteGroup(w, inst.Addr)}
 		if ownObject(created) {
 			task, err := destroyTask(w, inst, ectx, ediags, created, orphaned)
 			if err != nil {

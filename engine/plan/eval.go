@@ -198,10 +198,21 @@ func (p *Plan) Evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*Eva
 	}
 	ev.Task = t.Kind.New()
 	plain := make(map[string]cty.Value, len(ev.Inputs))
+	var marked map[string][]cty.Path
 	for k, v := range ev.Inputs {
-		plain[k], _ = v.UnmarkDeep()
+		var pvm []cty.PathValueMarks
+		plain[k], pvm = v.UnmarkDeepWithPaths()
+		for _, m := range pvm {
+			if marked == nil {
+				marked = map[string][]cty.Path{}
+			}
+			marked[k] = append(marked[k], m.Path)
+		}
 	}
 	err := tasks.Decode(ev.Task, plain)
+	if s, ok := ev.Task.(tasks.SensitiveInputs); ok && err == nil {
+		s.SetSensitive(marked)
+	}
 	if err == nil {
 		err = ev.Task.Validate()
 	}

@@ -55,6 +55,8 @@ type Options struct {
 	// each success records; "" means the process's working directory when New is
 	// called. An undo acts in the directory its record names, when it still exists.
 	Dir string
+	// Lineage is the state's lineage id, handed to every task (tasks.Env.Lineage).
+	Lineage string
 	// Moved undoes every object in Dir, wherever its record says it was made: the
 	// project moved there (run --move).
 	Moved bool

@@ -2,7 +2,7 @@ package kube
 
 import "github.com/flowdev/flow/tasks"
 
-// Register adds the Kubernetes task types, kubeconfig and k8s_apply, to r.
+// Register adds the Kubernetes task types, kubeconfig, k8s_apply and k8s_job, to r.
 func Register(r *tasks.Registry) error {
-	return r.Add(kubeconfigType, applyType)
+	return r.Add(kubeconfigType, applyType, jobType)
 }

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +95,9 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager's service-account token
 	// controllers, which karmadactl join needs.
 	ControllerManager bool
+	// Controllers are further kube-controller-manager controllers, such as
+	// "job-controller"; they imply ControllerManager.
+	Controllers []string
 	// APIServerArgs are further kube-apiserver flags, kept by RestartAPIServer.
 	APIServerArgs []string
 }
@@ -104,7 +108,7 @@ func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	apiserver, etcd := Binary(t, "kube-apiserver"), Binary(t, "etcd")
 	var kcm string
-	if opts.ControllerManager {
+	if opts.ControllerManager || len(opts.Controllers) > 0 {
 		kcm = Binary(t, "kube-controller-manager")
 	}
 	dir := t.TempDir()
@@ -140,7 +144,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if kcm != "" {
 		startProcess(t, dir, "kube-controller-manager", kcm,
 			"--kubeconfig="+s.Kubeconfig, "--leader-elect=false",
-			"--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller",
+			"--controllers="+strings.Join(append([]string{"serviceaccount-token-controller", "serviceaccount-controller", "namespace-controller"}, opts.Controllers...), ","),
 			"--service-account-private-key-file="+s.SAKey, "--root-ca-file="+s.CAFile,
 			"--bind-address=127.0.0.1", "--secure-port=0")
 	}

@@ -1,0 +1,281 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// The resources k8s_job reads and writes. flow links no typed client (see
+// cmd/flow's TestNoTypedKubernetesClient): Jobs and pods are read into the few
+// fields this file declares.
+var (
+	jobsResource    = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	podsResource    = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// jobNameLabel is the label the Job controller puts on a Job's pods.
+const jobNameLabel = "batch.kubernetes.io/job-name"
+
+// objectMeta is the metadata k8s_job reads.
+type objectMeta struct {
+	Name              string            `json:"name"`
+	UID               string            `json:"uid"`
+	Labels            map[string]string `json:"labels"`
+	Annotations       map[string]string `json:"annotations"`
+	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
+}
+
+// jobObject is what k8s_job reads of a Job.
+type jobObject struct {
+	Metadata objectMeta `json:"metadata"`
+	Status   struct {
+		Conditions []condition `json:"conditions"`
+	} `json:"status"`
+}
+
+// condition is a Job's or a pod's condition.
+type condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason"`
+	Message            string    `json:"message"`
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
+}
+
+// conditionTrue reports whether the Job has condition t with status True, and it.
+func (j *jobObject) conditionTrue(t string) (condition, bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t && c.Status == "True" {
+			return c, true
+		}
+	}
+	return condition{}, false
+}
+
+// podObject is what k8s_job reads of a pod.
+type podObject struct {
+	Metadata objectMeta `json:"metadata"`
+	Spec     struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+	Status struct {
+		Phase             string            `json:"phase"`
+		Conditions        []condition       `json:"conditions"`
+		ContainerStatuses []containerStatus `json:"containerStatuses"`
+	} `json:"status"`
+}
+
+type containerStatus struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+	State struct {
+		Waiting *struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		} `json:"waiting"`
+		Running    *struct{} `json:"running"`
+		Terminated *struct {
+			ExitCode int    `json:"exitCode"`
+			Reason   string `json:"reason"`
+			Message  string `json:"message"`
+		} `json:"terminated"`
+	} `json:"state"`
+}
+
+// step is the step container's status in p, and whether p has one.
+func (p *podObject) step() (containerStatus, bool) {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == containerName {
+			return s, true
+		}
+	}
+	return containerStatus{}, false
+}
+
+// fromUnstructured reads u into out, one of the types above.
+func fromUnstructured(u *unstructured.Unstructured, out any) error {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// cluster is one API server a Job runs in: the kubeconfig's, Karmada's, or a Karmada
+// member's reached through the cluster proxy; with where its progress goes.
+type cluster struct {
+	cfg    *rest.Config
+	dyn    dynamic.Interface
+	logs   *http.Client
+	name   string    // the member's name; "" for the kubeconfig's own cluster
+	out    io.Writer // where pod logs and progress go, prefixed with name when set
+	logger interface{ Debug(string, ...any) }
+}
+
+func newCluster(cfg *rest.Config, name string, out io.Writer, logger interface{ Debug(string, ...any) }) (*cluster, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	// Logs stream for as long as a pod runs: no client timeout.
+	logCfg := rest.CopyConfig(cfg)
+	logCfg.Timeout = 0
+	hc, err := rest.HTTPClientFor(logCfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	return &cluster{cfg: cfg, dyn: dyn, logs: hc, name: name, out: out, logger: logger}, nil
+}
+
+// say prints one progress line for c.
+func (c *cluster) say(format string, args ...any) {
+	fmt.Fprintf(c.out, c.prefix()+format+"\n", args...)
+}
+
+// prefix is "" or "member2: ", for lines and errors about c.
+func (c *cluster) prefix() string {
+	if c.name == "" {
+		return ""
+	}
+	return c.name + ": "
+}
+
+func (c *cluster) getJob(ctx context.Context, ns, name string) (*jobObject, error) {
+	u, err := c.dyn.Resource(jobsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var job jobObject
+	return &job, fromUnstructured(u, &job)
+}
+
+// jobNames are the names of the Jobs selector selects in ns.
+func (c *cluster) names(ctx context.Context, gvr schema.GroupVersionResource, ns, selector string) ([]string, error) {
+	list, err := c.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, item := range list.Items {
+		names = append(names, item.GetName())
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// pods are the pods of the Job named job, oldest first.
+func (c *cluster) pods(ctx context.Context, ns, job string) ([]podObject, error) {
+	list, err := c.dyn.Resource(podsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job})
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]podObject, len(list.Items))
+	for i := range list.Items {
+		if err := fromUnstructured(&list.Items[i], &pods[i]); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(pods, func(a, b podObject) int {
+		if c := a.Metadata.CreationTimestamp.Compare(b.Metadata.CreationTimestamp); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Metadata.Name, b.Metadata.Name)
+	})
+	return pods, nil
+}
+
+// remove deletes one object (a Job with its pods: foreground); one that is gone is
+// no error.
+func (c *cluster) remove(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
+	fg := metav1.DeletePropagationForeground
+	err := c.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%sdelete %s %s/%s: %w", c.prefix(), kindOf(gvr), ns, name, err)
+	}
+	return nil
+}
+
+func kindOf(gvr schema.GroupVersionResource) string {
+	switch gvr {
+	case jobsResource:
+		return "Job"
+	case secretsResource:
+		return "Secret"
+	case podsResource:
+		return "pod"
+	case policyResource:
+		return "PropagationPolicy"
+	}
+	return gvr.Resource
+}
+
+// annotate sets one annotation of the Job named name.
+func (c *cluster) annotate(ctx context.Context, ns, name, key, value string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	_, err := c.dyn.Resource(jobsResource).Namespace(ns).Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	return err
+}
+
+// podLog opens the step container's log of pod, following it.
+func (c *cluster) podLog(ctx context.Context, ns, pod string) (io.ReadCloser, error) {
+	u := strings.TrimRight(c.cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) +
+		"/log?container=" + containerName + "&follow=true"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.logs.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return resp.Body, nil
+}
+
+// waitGone waits until the Job named name and its pods are gone from c: a
+// foreground deletion ends when the garbage collector removed the pods. Pods it
+// has not reached yet are deleted.
+func (c *cluster) waitGone(ctx context.Context, ns, name string) error {
+	for {
+		_, err := c.getJob(ctx, ns, name)
+		if apierrors.IsNotFound(err) {
+			pods, err := c.pods(ctx, ns, name)
+			if err == nil && len(pods) == 0 {
+				return nil
+			}
+			for _, p := range pods {
+				_ = c.dyn.Resource(podsResource).Namespace(ns).Delete(ctx, p.Metadata.Name, metav1.DeleteOptions{})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%swait until Job %s/%s is gone: %w", c.prefix(), ns, name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// toUnstructured is obj (a map built by k8s_job) as an object to create.
+func toUnstructured(obj map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: obj}
+}
