@@ -33,7 +33,8 @@ import (
 // member and answering through kube-proxy, the Clusters Ready in their modes, nginx in
 // every member, and no instance created twice. After the last trial the follow-on flows
 // run on the lab as a user runs them (the failover drill, Prometheus through 9091, the
-// Flask image imported into containerd and answering from its pod), and the focused
+// Flask image imported into containerd and answering from its pod, k8s_job's Jobs in
+// every member and through Karmada, killed and resumed: checkJobs), and the focused
 // subset of Karmada's own e2e suite passes on it (checkKarmadaSuite). Between trials and at
 // the end, flow destroy of the trial's state must leave nothing behind but the cached images.
 
@@ -106,6 +107,7 @@ func TestK8sLabKillAndResume(t *testing.T) {
 	checkFailoverDrill(t, tag, root, configDir)
 	checkMonitoring(t, tag, root, configDir)
 	checkFlaskRuns(t, tag, root, configDir)
+	checkJobs(t, tag, root, configDir)
 	checkDoctor(t, tag, root, configDir)
 	checkKarmadaSuite(t, tag, root, configDir, state)
 	destroyLab(t, tag, root, state)

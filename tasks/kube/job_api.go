@@ -252,19 +252,38 @@ func (c *cluster) podLog(ctx context.Context, ns, pod string) (io.ReadCloser, er
 	return resp.Body, nil
 }
 
-// waitGone waits until the Job named name and its pods are gone from c: a
-// foreground deletion ends when the garbage collector removed the pods. Pods it
-// has not reached yet are deleted.
+// stopGrace is how long a pod of a Job flow deletes has to end after SIGTERM: the
+// step is being stopped (Ctrl-C, a timeout, an undo), and a shell as the
+// container's first process ignores SIGTERM, which would hold it the pod's 30s.
+const stopGrace = 2
+
+// stopPods deletes the pods of the Job named name, giving each stopGrace seconds.
+// Called before the Job's own deletion: the garbage collector deletes a Job's pods
+// with their full grace period, which a kubelet does not shorten once it started.
+func (c *cluster) stopPods(ctx context.Context, ns, name string) {
+	grace := int64(stopGrace)
+	pods, _ := c.pods(ctx, ns, name)
+	for _, p := range pods {
+		_ = c.dyn.Resource(podsResource).Namespace(ns).Delete(ctx, p.Metadata.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	}
+}
+
+// waitGone deletes the pods of the Job named name, giving each stopGrace seconds
+// (shortening the 30s the garbage collector's deletion gives them), and waits until
+// the Job and its pods are gone from c; the Job's deletion was asked for already.
 func (c *cluster) waitGone(ctx context.Context, ns, name string) error {
+	grace := int64(stopGrace)
+	asked := map[string]bool{}
 	for {
-		_, err := c.getJob(ctx, ns, name)
-		if apierrors.IsNotFound(err) {
-			pods, err := c.pods(ctx, ns, name)
-			if err == nil && len(pods) == 0 {
-				return nil
-			}
-			for _, p := range pods {
-				_ = c.dyn.Resource(podsResource).Namespace(ns).Delete(ctx, p.Metadata.Name, metav1.DeleteOptions{})
+		_, jerr := c.getJob(ctx, ns, name)
+		pods, err := c.pods(ctx, ns, name)
+		if apierrors.IsNotFound(jerr) && err == nil && len(pods) == 0 {
+			return nil
+		}
+		for _, p := range pods {
+			if !asked[p.Metadata.UID] {
+				asked[p.Metadata.UID] = true
+				_ = c.dyn.Resource(podsResource).Namespace(ns).Delete(ctx, p.Metadata.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 			}
 		}
 		select {

@@ -45,19 +45,28 @@ func (j *Job) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Output
 		for _, m := range bindingMembers(ctx, c, j.namespace(), name) {
 			members[m] = true
 		}
+	}
+	var clusters []*cluster
+	for _, m := range sortedKeys(members) {
+		mc, err := member(c, m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m, err)
+		}
+		clusters = append(clusters, mc)
+		for _, name := range names { // before Karmada's deletion gives them their full grace period
+			mc.stopPods(ctx, j.namespace(), name)
+		}
+	}
+	for _, name := range names {
 		if err := j.deleteFromKarmada(ctx, c, name); err != nil {
 			return err
 		}
 		c.say("deleted Job %s/%s from Karmada", j.namespace(), name)
 	}
 	var errs []error
-	for _, m := range sortedKeys(members) {
-		mc, err := member(c, m)
-		if err == nil {
-			err = j.deleteLabelled(ctx, env, mc)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+	for _, mc := range clusters {
+		if err := j.deleteLabelled(ctx, env, mc); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", mc.name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -85,6 +94,7 @@ func (j *Job) deleteLabelled(ctx context.Context, env *tasks.Env, c *cluster) er
 		}
 	}
 	for _, name := range jobs {
+		c.stopPods(ctx, ns, name)
 		if err := c.remove(ctx, jobsResource, ns, name); err != nil {
 			return err
 		}

@@ -265,11 +265,15 @@ func (j *Job) deleteFromKarmada(ctx context.Context, plane *cluster, name string
 		plane.remove(ctx, policyResource, ns, name))
 }
 
-// stopKarmada deletes the Job from Karmada and, not to wait for Karmada, from each
-// member, waiting until the members' pods are gone.
+// stopKarmada stops the members' pods first (Karmada's deletion would have each
+// member's garbage collector give them their full grace period), then deletes the
+// Job from Karmada and from each member, waiting until the members' pods are gone.
 func (j *Job) stopKarmada(env *tasks.Env, plane *cluster, name string, members []*cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for _, c := range members {
+		c.stopPods(ctx, j.namespace(), name)
+	}
 	if err := j.deleteFromKarmada(ctx, plane, name); err != nil {
 		fmt.Fprintf(env.Stderr, "stopping: %v\n", err)
 	}

@@ -141,6 +141,7 @@ func (j *Job) deleteOthers(ctx context.Context, env *tasks.Env, c *cluster, name
 			continue
 		}
 		c.say("deleting Job %s/%s, an earlier run's of this step with other inputs", ns, old)
+		c.stopPods(ctx, ns, old)
 		if err := errors.Join(c.remove(ctx, jobsResource, ns, old), c.remove(ctx, secretsResource, ns, old)); err != nil {
 			return err
 		}
@@ -470,6 +471,7 @@ func (j *Job) stop(env *tasks.Env, cs []*cluster, name string) {
 	defer cancel()
 	ns := j.namespace()
 	for _, c := range cs {
+		c.stopPods(ctx, ns, name)
 		err := errors.Join(c.remove(ctx, jobsResource, ns, name), c.remove(ctx, secretsResource, ns, name))
 		if err == nil {
 			err = c.waitGone(ctx, ns, name)
