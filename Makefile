@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: soak karmada-e2e karmada-e2e-ci all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: demo-jobs demo-jobs-teardown bench-jobs soak karmada-e2e karmada-e2e-ci all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -106,6 +106,10 @@ bench-lab: build
 bench-k8s-lab: build
 	bash scripts/bench-k8s-lab.sh
 
+# k8s_job against lxd_exec on the lab make demo built (docs/performance.md).
+bench-jobs: build
+	bash scripts/bench-jobs.sh
+
 # The main job on this machine: the Kubernetes lab (flows/k8s-lab): three LXD members and a
 # host cluster that are real single-node clusters, behind proxy devices on
 # 127.0.0.1:16441/16442/16444 and 16443, a registry on 127.0.0.1:32000 preloaded with images
@@ -123,6 +127,16 @@ demo: build lab-setup
 	@echo "Watch the run in a browser: ./$(BIN) ui --state $(DEMO_STATE)   (then open http://127.0.0.1:8470/)"
 	./$(BIN) run flows/k8s-lab --new --state $(DEMO_STATE)
 	@echo "The run as a graph, a timeline and a history: ./$(BIN) ui --state $(DEMO_STATE)   (then open http://127.0.0.1:8470/)"
+
+# Work on the lab's clusters (after make demo): a smoke test in every member propagated by
+# Karmada, a CPU-bound Job per member handing its result to a local step (flows/jobs.hcl,
+# docs/steps-on-kubernetes.md); demo-jobs-teardown deletes every Job it made.
+JOBS_STATE := .flow/jobs.db
+demo-jobs: build
+	./$(BIN) run flows/jobs.hcl --state $(JOBS_STATE)
+
+demo-jobs-teardown: build
+	./$(BIN) destroy --auto-approve --state $(JOBS_STATE)
 
 demo-resume: build
 	./$(BIN) resume --state $(DEMO_STATE)

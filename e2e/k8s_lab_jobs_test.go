@@ -51,7 +51,7 @@ func TestK8sJobsOnLab(t *testing.T) {
 // Karmada, flow SIGKILLed while they run and resumed: every Job was created once (by
 // name and uid, in every member), the outputs reached the local step, each Job's log
 // is in flow logs. A Job that exits 3 and one whose image the registry lacks fail with
-// their reasons. Ctrl-C mid-run leaves no Job or pod of that run in any member, and
+// their reasons, and a propagated one names each member it failed in. Ctrl-C mid-run leaves no Job or pod of that run in any member, and
 // flow destroy leaves none of the others.
 func checkJobs(t *testing.T, tag, root, configDir string) {
 	t.Helper()
@@ -124,6 +124,8 @@ func checkJobs(t *testing.T, tag, root, configDir string) {
 	for addr, want := range map[string][]string{
 		"k8s_job.exit3":   {"exited with code 3", "about to fail"},
 		"k8s_job.noimage": {"localhost:32000/nothere:1.0", "cannot be pulled"},
+		"k8s_job.fanout_fail": {"2 of 2 members failed", "member1: Job default/flow-fanout-fail-", "member3: Job default/flow-fanout-fail-",
+			"exited with code 4", "propagated and failing"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(byAddr[addr].Error, w) {

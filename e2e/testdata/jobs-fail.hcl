@@ -14,3 +14,10 @@ task "k8s_job" "noimage" {
   image      = "localhost:32000/nothere:1.0"
   command    = ["true"]
 }
+
+task "k8s_job" "fanout_fail" {
+  kubeconfig = "${var.config_dir}/karmada/karmada-apiserver.config"
+  clusters   = ["member1", "member3"]
+  image      = "localhost:32000/debian:bookworm"
+  command    = ["sh", "-c", "echo propagated and failing; exit 4"]
+}

@@ -44,7 +44,10 @@ type objectMeta struct {
 // jobObject is what k8s_job reads of a Job.
 type jobObject struct {
 	Metadata objectMeta `json:"metadata"`
-	Status   struct {
+	Spec     struct {
+		Completions *int `json:"completions"`
+	} `json:"spec"`
+	Status struct {
 		Conditions []condition `json:"conditions"`
 	} `json:"status"`
 }
@@ -230,6 +233,30 @@ func (c *cluster) annotate(ctx context.Context, ns, name, key, value string) err
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
 	_, err := c.dyn.Resource(jobsResource).Namespace(ns).Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{})
 	return err
+}
+
+// watch sends on wake, without blocking, whenever an object opts selects in ns
+// changes, until ctx ends; a watch that fails or ends is started again. A missed
+// wake-up costs only latency: the follower also looks at a steady tick.
+func (c *cluster) watch(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, wake chan<- struct{}) {
+	for ctx.Err() == nil {
+		w, err := c.dyn.Resource(gvr).Namespace(ns).Watch(ctx, opts)
+		if err != nil {
+			c.logger.Debug("watch", "resource", gvr.Resource, "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+			continue
+		}
+		for range w.ResultChan() {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+		w.Stop()
+	}
 }
 
 // podLog opens the step container's log of pod, following it.

@@ -17,8 +17,9 @@ import (
 	"github.com/flowdev/flow/tasks"
 )
 
-// jobPoll is how often a followed Job and its pods are looked at.
-const jobPoll = time.Second
+// jobPoll is how often a followed Job and its pods are looked at besides when a
+// watch says they changed.
+const jobPoll = 2 * time.Second
 
 // stepResult is how the Job ended in one cluster.
 type stepResult struct {
@@ -309,6 +310,11 @@ func (j *Job) follow(ctx context.Context, c *cluster, name string, appear bool) 
 	}
 	tick := time.NewTicker(jobPoll)
 	defer tick.Stop()
+	wake := make(chan struct{}, 1)
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	go c.watch(watchCtx, jobsResource, ns, metav1.ListOptions{FieldSelector: "metadata.name=" + name}, wake)
+	go c.watch(watchCtx, podsResource, ns, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + name}, wake)
 	for {
 		job, err := c.getJob(ctx, ns, name)
 		switch {
@@ -337,7 +343,9 @@ func (j *Job) follow(ctx context.Context, c *cluster, name string, appear bool) 
 				}
 				logs.follow(p)
 			}
-			if _, ok := job.conditionTrue("Complete"); ok {
+			// Succeeded pods are final: counting them saves the Job controller's
+			// batching (a second or more) before it says Complete.
+			if _, ok := job.conditionTrue("Complete"); ok || allSucceeded(job, pods) {
 				logs.wait(5 * time.Second)
 				return succeeded(pods)
 			}
@@ -355,8 +363,24 @@ func (j *Job) follow(ctx context.Context, c *cluster, name string, appear bool) 
 		case <-ctx.Done():
 			return stepResult{}, ctx.Err()
 		case <-tick.C:
+		case <-wake:
 		}
 	}
+}
+
+// allSucceeded reports whether as many of the Job's pods succeeded as it needs.
+func allSucceeded(job *jobObject, pods []podObject) bool {
+	want := 1
+	if job.Spec.Completions != nil {
+		want = *job.Spec.Completions
+	}
+	n := 0
+	for _, p := range pods {
+		if p.Status.Phase == "Succeeded" {
+			n++
+		}
+	}
+	return n >= want
 }
 
 // succeeded is the result of the Job's last pod that succeeded.
@@ -450,6 +474,10 @@ func stuck(pods []podObject, unschedulable time.Duration) string {
 		switch w := s.State.Waiting; w.Reason {
 		case "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
 			return fmt.Sprintf("pod %s: %s: image %s cannot be pulled: %s", p.Metadata.Name, w.Reason, s.Image, w.Message)
+		case "ErrImagePull": // the first failure: final when the registry has no such image
+			if strings.Contains(w.Message, "not found") || strings.Contains(w.Message, "manifest unknown") {
+				return fmt.Sprintf("pod %s: %s: image %s cannot be pulled: %s", p.Metadata.Name, w.Reason, s.Image, w.Message)
+			}
 		case "CreateContainerConfigError", "CreateContainerError":
 			if time.Since(p.Metadata.CreationTimestamp) > unschedulable {
 				return fmt.Sprintf("pod %s: %s: %s", p.Metadata.Name, w.Reason, w.Message)

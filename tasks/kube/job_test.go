@@ -365,6 +365,9 @@ func testJobFailures(t *testing.T, s *kubetest.Server, cs *kubernetes.Clientset)
 		{"image missing", "", func(int, *corev1.Pod) *corev1.PodStatus {
 			return waiting("ImagePullBackOff", `Back-off pulling image "localhost:32000/nothere:1"`)
 		}, []string{"cannot run", "ImagePullBackOff", "image localhost:32000/nothere:1 cannot be pulled"}},
+		{"image not in the registry", "", func(int, *corev1.Pod) *corev1.PodStatus {
+			return waiting("ErrImagePull", `failed to pull and unpack image "localhost:32000/nothere:1": localhost:32000/nothere:1: not found`)
+		}, []string{"ErrImagePull", "image localhost:32000/nothere:1 cannot be pulled", "not found"}},
 		{"deadline", "2s", func(int, *corev1.Pod) *corev1.PodStatus { return &corev1.PodStatus{Phase: corev1.PodRunning} },
 			[]string{"failed (DeadlineExceeded)"}},
 		{"unschedulable", "", func(int, *corev1.Pod) *corev1.PodStatus {
