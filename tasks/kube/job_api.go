@@ -111,6 +111,16 @@ func (p *podObject) step() (containerStatus, bool) {
 	return containerStatus{}, false
 }
 
+// succeeded reports whether p succeeded: its phase says so or, a second sooner (the
+// kubelet's next relist), its one container, which is never restarted, exited 0.
+func (p *podObject) succeeded() bool {
+	if p.Status.Phase == "Succeeded" {
+		return true
+	}
+	s, ok := p.step()
+	return ok && p.Status.Phase != "Failed" && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+}
+
 // fromUnstructured reads u into out, one of the types above.
 func fromUnstructured(u *unstructured.Unstructured, out any) error {
 	data, err := u.MarshalJSON()

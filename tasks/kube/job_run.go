@@ -376,7 +376,7 @@ func allSucceeded(job *jobObject, pods []podObject) bool {
 	}
 	n := 0
 	for _, p := range pods {
-		if p.Status.Phase == "Succeeded" {
+		if p.succeeded() {
 			n++
 		}
 	}
@@ -386,7 +386,7 @@ func allSucceeded(job *jobObject, pods []podObject) bool {
 // succeeded is the result of the Job's last pod that succeeded.
 func succeeded(pods []podObject) (stepResult, error) {
 	for _, p := range slices.Backward(pods) {
-		if p.Status.Phase != "Succeeded" {
+		if !p.succeeded() {
 			continue
 		}
 		res := stepResult{node: p.Spec.NodeName, pod: p.Metadata.Name, outputs: map[string]string{}}
