@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -221,18 +222,23 @@ func flowJobs(t *testing.T, members map[string]dynamic.Interface, selector strin
 	return out
 }
 
-// flowPods lists the pods of flow's Jobs in a member.
+// flowPods lists the pods selector selects in a member.
 func flowPods(t *testing.T, dyn dynamic.Interface, selector string) []string {
+	t.Helper()
+	var names []string
+	for _, p := range listPods(t, dyn, selector) {
+		names = append(names, p.GetName())
+	}
+	return names
+}
+
+func listPods(t *testing.T, dyn dynamic.Interface, selector string) []unstructured.Unstructured {
 	t.Helper()
 	list, err := dyn.Resource(podsResource).Namespace("default").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, p := range list.Items {
-		names = append(names, p.GetName())
-	}
-	return names
+	return list.Items
 }
 
 // waitFlowJobs waits until every member holds at least n of the Jobs selector selects
@@ -264,30 +270,13 @@ func waitFlowJobs(t *testing.T, members map[string]dynamic.Interface, selector s
 
 func runningJobPods(t *testing.T, dyn dynamic.Interface, selector string) []string {
 	t.Helper()
-	list, err := dyn.Resource(podsResource).Namespace("default").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, p := range list.Items {
-		if phase, _, _ := unstructuredString(p.Object, "status", "phase"); phase == "Running" {
+	for _, p := range listPods(t, dyn, selector) {
+		if phase, _, _ := unstructured.NestedString(p.Object, "status", "phase"); phase == "Running" {
 			names = append(names, p.GetName())
 		}
 	}
 	return names
-}
-
-func unstructuredString(obj map[string]any, path ...string) (string, bool, error) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[p]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
 }
 
 func sameKeys(a, b map[string]string) bool {

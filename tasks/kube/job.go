@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -170,16 +171,16 @@ func (j *Job) Validate() error {
 			return &tasks.AttrError{Attr: "namespace", Err: fmt.Errorf("%q is not a valid namespace: %s", j.Namespace, strings.Join(errs, "; "))}
 		}
 	}
-	for _, k := range sortedKeys(j.Env) {
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		if !envName.MatchString(k) {
 			return &tasks.AttrError{Attr: "env", Err: fmt.Errorf("%q is not a valid environment variable name", k)}
 		}
 	}
-	for _, kind := range sortedKeys(j.Resources) {
+	for _, kind := range slices.Sorted(maps.Keys(j.Resources)) {
 		if kind != "requests" && kind != "limits" {
 			return &tasks.AttrError{Attr: "resources", Err: fmt.Errorf("unknown key %q: want requests and limits", kind)}
 		}
-		for _, name := range sortedKeys(j.Resources[kind]) {
+		for _, name := range slices.Sorted(maps.Keys(j.Resources[kind])) {
 			if _, err := resource.ParseQuantity(j.Resources[kind][name]); err != nil {
 				return &tasks.AttrError{Attr: "resources", Err: fmt.Errorf("%s.%s: %q is not a quantity", kind, name, j.Resources[kind][name])}
 			}
@@ -200,7 +201,7 @@ func (j *Job) Validate() error {
 		attr   string
 		labels map[string]string
 	}{{"node_selector", j.NodeSelector}, {"labels", j.Labels}, {"cluster_labels", j.ClusterLabels}} {
-		for _, k := range sortedKeys(m.labels) {
+		for _, k := range slices.Sorted(maps.Keys(m.labels)) {
 			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 				return &tasks.AttrError{Attr: m.attr, Err: fmt.Errorf("%q is not a valid label key: %s", k, strings.Join(errs, "; "))}
 			}
@@ -245,7 +246,7 @@ func (j *Job) jobName(env *tasks.Env) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", env.Lineage, env.Address)
 	h.Write(inputs)
-	for _, k := range sortedKeys(j.Env) { // Env is in inputs; the marks are not
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) { // Env is in inputs; the marks are not
 		if j.sensitiveEnv[k] {
 			fmt.Fprintf(h, "\x00%s", k)
 		}
@@ -282,15 +283,6 @@ func stepName(address string, max int) string {
 		s = "step"
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 var (

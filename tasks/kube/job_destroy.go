@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -47,7 +49,7 @@ func (j *Job) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Output
 		}
 	}
 	var clusters []*cluster
-	for _, m := range sortedKeys(members) {
+	for _, m := range slices.Sorted(maps.Keys(members)) {
 		mc, err := member(c, m)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)

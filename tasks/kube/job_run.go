@@ -243,7 +243,7 @@ func dropEmpty(v any) any {
 // reference into the Secret named like the Job.
 func (j *Job) envVars(name string) []map[string]any {
 	var vars []map[string]any
-	for _, k := range sortedKeys(j.Env) {
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		if j.sensitiveEnv[k] {
 			vars = append(vars, map[string]any{"name": k, "valueFrom": map[string]any{
 				"secretKeyRef": map[string]any{"name": name, "key": k}}})
