@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -487,5 +488,37 @@ func mustValidate(t *testing.T, j *Job) {
 	t.Helper()
 	if err := j.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestJobPolicy(t *testing.T) {
+	env := &tasks.Env{Lineage: "L", Address: "k8s_job.fan"}
+	for _, tc := range []struct {
+		name string
+		job  *Job
+		want string
+	}{
+		{"named clusters, duplicated", &Job{Clusters: []string{"member1", "member2"}},
+			`{"clusterAffinity":{"clusterNames":["member1","member2"]},"replicaScheduling":{"replicaSchedulingType":"Duplicated"}}`},
+		{"by label, divided", &Job{ClusterLabels: map[string]string{"env": "lab"}, DivideReplicas: true},
+			`{"clusterAffinity":{"labelSelector":{"matchLabels":{"env":"lab"}}},"replicaScheduling":{"replicaDivisionPreference":"Weighted","replicaSchedulingType":"Divided"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.job.policy(env, "flow-fan-x")
+			placement, _ := json.Marshal(p["spec"].(map[string]any)["placement"])
+			if string(placement) != tc.want {
+				t.Errorf("placement = %s\nwant        %s", placement, tc.want)
+			}
+			selectors, _ := json.Marshal(p["spec"].(map[string]any)["resourceSelectors"])
+			if want := `[{"apiVersion":"batch/v1","kind":"Job","name":"flow-fan-x"}]`; string(selectors) != want {
+				t.Errorf("resourceSelectors = %s, want %s", selectors, want)
+			}
+		})
+	}
+	withSecret := &Job{Clusters: []string{"member1"}, Env: map[string]string{"T": "s"}}
+	withSecret.SetSensitive(map[string][]cty.Path{"env": {cty.IndexStringPath("T")}})
+	selectors, _ := json.Marshal(withSecret.policy(env, "flow-fan-x")["spec"].(map[string]any)["resourceSelectors"])
+	if !strings.Contains(string(selectors), `{"apiVersion":"v1","kind":"Secret","name":"flow-fan-x"}`) {
+		t.Errorf("a sensitive env value's Secret is not propagated with the Job: %s", selectors)
 	}
 }
