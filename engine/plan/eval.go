@@ -198,8 +198,14 @@ func (p *Plan) Evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*Eva
 	}
 	ev.Task = t.Kind.New()
 	plain := make(map[string]cty.Value, len(ev.Inputs))
+	// Where the marks were is worked out only for a task that asks (a hot path).
+	aware, wantsPaths := ev.Task.(tasks.SensitiveInputs)
 	var marked map[string][]cty.Path
 	for k, v := range ev.Inputs {
+		if !wantsPaths {
+			plain[k], _ = v.UnmarkDeep()
+			continue
+		}
 		var pvm []cty.PathValueMarks
 		plain[k], pvm = v.UnmarkDeepWithPaths()
 		for _, m := range pvm {
@@ -210,8 +216,8 @@ func (p *Plan) Evaluate(inst *Instance, ctx *hcl.EvalContext, decode bool) (*Eva
 		}
 	}
 	err := tasks.Decode(ev.Task, plain)
-	if s, ok := ev.Task.(tasks.SensitiveInputs); ok && err == nil {
-		s.SetSensitive(marked)
+	if wantsPaths && err == nil {
+		aware.SetSensitive(marked)
 	}
 	if err == nil {
 		err = ev.Task.Validate()

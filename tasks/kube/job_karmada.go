@@ -20,9 +20,11 @@ import (
 )
 
 // Karmada's resources a propagated Job needs; the lab's Karmada serves them.
+// BindingResource is Karmada's namespaced ResourceBinding resource, which
+// tasks/wait reads too.
 var (
 	policyResource  = schema.GroupVersionResource{Group: "policy.karmada.io", Version: "v1alpha1", Resource: "propagationpolicies"}
-	bindingResource = schema.GroupVersionResource{Group: "work.karmada.io", Version: "v1alpha2", Resource: "resourcebindings"}
+	BindingResource = schema.GroupVersionResource{Group: "work.karmada.io", Version: "v1alpha2", Resource: "resourcebindings"}
 )
 
 // member is a client of Karmada member cluster name through the cluster proxy of
@@ -154,7 +156,7 @@ func (j *Job) restartFailed(ctx context.Context, plane *cluster, name string) er
 // bindingMembers are the members the Job's ResourceBinding names now; none when
 // there is none, or it has none (yet).
 func bindingMembers(ctx context.Context, plane *cluster, ns, name string) []string {
-	obj, err := plane.dyn.Resource(bindingResource).Namespace(ns).Get(ctx, name+"-job", metav1.GetOptions{})
+	obj, err := plane.dyn.Resource(BindingResource).Namespace(ns).Get(ctx, name+"-job", metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -214,7 +216,7 @@ func (j *Job) applyPolicy(ctx context.Context, env *tasks.Env, plane *cluster, n
 func (j *Job) scheduled(ctx context.Context, plane *cluster, name string) ([]string, error) {
 	rb := name + "-job"
 	for {
-		obj, err := plane.dyn.Resource(bindingResource).Namespace(j.namespace()).Get(ctx, rb, metav1.GetOptions{})
+		obj, err := plane.dyn.Resource(BindingResource).Namespace(j.namespace()).Get(ctx, rb, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			if members := membersOf(obj); len(members) > 0 {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
 )
 
 // karmadaPlacementKind is ready when the Karmada ResourceBinding name in namespace has
@@ -30,9 +30,6 @@ var karmadaPlacementKind = kind{
 	what:     placementWhat,
 	newProbe: newPlacementProbe,
 }
-
-// bindingResource is Karmada's namespaced ResourceBinding resource.
-var bindingResource = schema.GroupVersionResource{Group: "work.karmada.io", Version: "v1alpha2", Resource: "resourcebindings"}
 
 // placementWhat reads "ResourceBinding karmada-demo/nginx-deployment placed on member2
 // and not on member1, member3".
@@ -99,7 +96,7 @@ func newPlacementProbe(w *WaitReady) (probe, error) {
 // fails with "the server could not find the requested resource", which is not ready
 // yet: they may be installed by then.
 func (p *placementProbe) check(ctx context.Context) (bool, string, error) {
-	b, err := getAs[resourceBinding](ctx, p.client.Resource(bindingResource).Namespace(p.namespace), p.name)
+	b, err := getAs[resourceBinding](ctx, p.client.Resource(kube.BindingResource).Namespace(p.namespace), p.name)
 	switch {
 	case isObjectNotFound(err, p.name):
 		return false, "no binding", nil

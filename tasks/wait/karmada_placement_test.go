@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/flowdev/flow/tasks"
+	"github.com/flowdev/flow/tasks/kube"
 	"github.com/flowdev/flow/tasks/kube/kubetest"
 )
 
@@ -38,7 +39,7 @@ func createBinding(ctx context.Context, c dynamic.ResourceInterface, name string
 		spec["clusters"] = clusters
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": bindingResource.GroupVersion().String(), "kind": "ResourceBinding",
+		"apiVersion": kube.BindingResource.GroupVersion().String(), "kind": "ResourceBinding",
 		"metadata": map[string]any{"name": name}, "spec": spec,
 	}}
 	_, err := c.Create(ctx, obj, metav1.CreateOptions{})
@@ -83,8 +84,8 @@ func testKarmadaPlacement(t *testing.T, s *kubetest.Server) {
 	})
 
 	createNamespace(t, s, "place")
-	check(t, createCRD(ctx, s.Dynamic(t), bindingResource, "ResourceBinding", true))
-	c := s.Dynamic(t).Resource(bindingResource).Namespace("place")
+	check(t, createCRD(ctx, s.Dynamic(t), kube.BindingResource, "ResourceBinding", true))
+	c := s.Dynamic(t).Resource(kube.BindingResource).Namespace("place")
 	check(t, createBinding(ctx, c, "web-deployment", 6, targets("member3", 2, "member1", 2, "member2", 2)))
 	check(t, createBinding(ctx, c, "scaled-deployment", 3, targets("member1", 3, "member2", 0)))
 	check(t, createBinding(ctx, c, "config-configmap", 0, targets("member1", -1, "member2", -1)))
