@@ -55,7 +55,9 @@ address() { # address NAME prints HOST:PORT
   fail "no member $1"
 }
 dir() { echo "$HOME_C/$1/lxd"; }
-on() { local n=$1; shift; LXD_DIR=$(dir "$n") "$@"; } # a command against member n's unix socket
+# on runs a command against member n's unix socket. LXD_SOCKET, which lxc and lxd
+# prefer to LXD_DIR's socket, would point it (and a daemon started with it) elsewhere.
+on() { local n=$1; shift; env -u LXD_SOCKET LXD_DIR="$(dir "$n")" "$@"; }
 client() { env -u LXD_DIR "$@"; }                   # lxc as the user's client, over HTTPS
 
 answers() { on "$1" timeout 10 lxc query /1.0 >/dev/null 2>&1; }
@@ -86,7 +88,7 @@ spawn() {
       fd=${fd##*/}
       [ "$fd" -gt 2 ] && eval "exec $fd>&-"
     done
-    exec env LXD_DIR="$d" HTTPS_PROXY=$CLOSED_PORT HTTP_PROXY=$CLOSED_PORT \
+    exec env -u LXD_SOCKET LXD_DIR="$d" HTTPS_PROXY=$CLOSED_PORT HTTP_PROXY=$CLOSED_PORT \
       https_proxy=$CLOSED_PORT http_proxy=$CLOSED_PORT \
       setsid lxd --group lxd --logfile "$HOME_C/$n/lxd.log" </dev/null >>"$HOME_C/$n/lxd.log.out" 2>&1
   ) &
