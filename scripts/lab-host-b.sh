@@ -32,7 +32,9 @@ LOG=$HOME_B/lxd.log
 CLOSED_PORT=http://127.0.0.1:9
 
 fail() { echo "lab-host-b: $*" >&2; exit 1; }
-onb() { LXD_DIR=$LXD_DIR_B "$@"; }          # a command against host B's unix socket
+# a command against host B's unix socket; LXD_SOCKET, which lxc and lxd prefer to
+# LXD_DIR's socket, would point it (and a daemon started with it) at another one
+onb() { env -u LXD_SOCKET LXD_DIR="$LXD_DIR_B" "$@"; }
 client() { env -u LXD_DIR LXD_CONF="$CLIENT" "$@"; } # lxc as the client that trusts B over HTTPS
 
 answers() { onb lxc info >/dev/null 2>&1; }
@@ -47,6 +49,10 @@ ours() {
 
 start_daemon() {
   if answers; then return 0; fi
+  if ours "$(cat "$PIDFILE" 2>/dev/null || true)"; then # started, not yet answering: never a second one
+    onb lxd waitready --timeout 60 || fail "host B's lxd (pid $(cat "$PIDFILE")) runs but does not answer; see $LOG"
+    return 0
+  fi
   command -v lxd >/dev/null || fail "lxd is not installed (scripts/lab-setup.sh installs it)"
   [ "$(id -u)" = 0 ] || fail "starting host B's daemon needs root"
   mkdir -p "$LXD_DIR_B" "$CLIENT"
@@ -57,7 +63,7 @@ start_daemon() {
       fd=${fd##*/}
       [ "$fd" -gt 2 ] && eval "exec $fd>&-"
     done
-    exec env LXD_DIR="$LXD_DIR_B" HTTPS_PROXY=$CLOSED_PORT HTTP_PROXY=$CLOSED_PORT \
+    exec env -u LXD_SOCKET LXD_DIR="$LXD_DIR_B" HTTPS_PROXY=$CLOSED_PORT HTTP_PROXY=$CLOSED_PORT \
       https_proxy=$CLOSED_PORT http_proxy=$CLOSED_PORT \
       setsid lxd --group lxd --logfile "$LOG" </dev/null >>"$LOG.out" 2>&1
   ) &

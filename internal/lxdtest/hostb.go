@@ -128,10 +128,17 @@ func StopHostB(t testing.TB) {
 // lock takes the lock file of host B's users in mode; the returned func releases it.
 func lock(t testing.TB, mode int) func() {
 	t.Helper()
-	if err := os.MkdirAll(Home, 0o711); err != nil {
+	return lockIn(t, Home, mode)
+}
+
+// lockIn takes the lock file of the users of the daemons under home in mode; the
+// returned func releases it.
+func lockIn(t testing.TB, home string, mode int) func() {
+	t.Helper()
+	if err := os.MkdirAll(home, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(Home, "tests.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(home, "tests.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	lxdclient "github.com/canonical/lxd/client"
 	"github.com/canonical/lxd/shared/api"
@@ -29,6 +30,7 @@ type Launch struct {
 	WaitFor     []string                     `hcl:"wait_for,optional" doc:"Command (argv) run inside the instance until it exits 0, e.g. [\"test\", \"-e\", \"/run/ready\"]."`
 	WaitTimeout tasks.Duration               `hcl:"wait_timeout,optional" doc:"How long wait_for may take to succeed, as a duration; default \"60s\"."`
 	Recreate    bool                         `hcl:"recreate,optional" doc:"Replace an existing instance that differs from the declaration (stop, delete, create) instead of failing."`
+	Target      string                       `hcl:"target,optional" doc:"Cluster member to create the instance on, as lxc launch --target does, or @GROUP for any member of that cluster group; unset, LXD chooses (the member with the fewest instances). Only for a remote that is an LXD cluster. An existing instance on a member the target does not name is a difference."`
 }
 
 const defaultWaitTimeout = 60 * time.Second
@@ -50,15 +52,22 @@ If it matches, a stopped instance is started, a running one is left alone
 ("already present"), and wait_for runs again. If it differs, the task fails naming
 every difference, unless recreate is true: then the instance is stopped, deleted
 and created anew. A stopped instance that never started and does not start, the
-remains of a create cut short by a daemon restart, is deleted and created again.`,
+remains of a create cut short by a daemon restart, is deleted and created again.
+
+On an LXD cluster, target chooses the member the instance is created on, and the
+output location names the member it is on. Every other request about the instance
+(exec, files, devices, delete) may go to any member: LXD forwards it to the
+instance's own. A refresh sees an instance that moved to another member (lxc move,
+a cluster evacuation) since its launch, and the run then records where it is.`,
 		New: func() tasks.Task { return &Launch{} },
 		Outputs: []tasks.Output{
 			{Name: "name", Type: cty.String, Doc: "The instance name."},
 			{Name: "status", Type: cty.String, Doc: "The instance status after the task: \"Running\"."},
 			{Name: "ipv4", Type: cty.List(cty.String), Doc: "The instance's global IPv4 addresses, sorted; empty without a network."},
 			{Name: "ipv6", Type: cty.List(cty.String), Doc: "The instance's global IPv6 addresses, sorted; empty without a network."},
+			{Name: "location", Type: cty.String, Doc: "The cluster member the instance is on, as LXD reports it (\"none\" on a server that is not a cluster)."},
 		},
-		Refresh: "the instance exists and runs (a daemon restart can leave it stopped)",
+		Refresh: "the instance exists and runs (a daemon restart can leave it stopped), on a cluster on the member its run recorded",
 		Undo:    "flow destroy stops and deletes the instance, with its devices and the files pushed into it; an instance that is gone already is skipped.",
 		Example: `task "lxd_launch" "member" {
   for_each     = toset(["member1", "member2"])
@@ -104,6 +113,9 @@ func (l *Launch) Validate() error {
 	if _, err := l.waitTimeout(); err != nil {
 		return err
 	}
+	if err := targetError(l.Target); err != nil {
+		return &tasks.AttrError{Attr: "target", Err: err}
+	}
 	return nil
 }
 
@@ -121,6 +133,9 @@ func (l *Launch) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 	srv, err := connect(ctx, l.Remote)
 	if err != nil {
 		return nil, fmt.Errorf("launch %q: %w", l.Name, err)
+	}
+	if l.Target != "" && !srv.IsClustered() {
+		return nil, fmt.Errorf("launch %q: target %q: the server is not an LXD cluster", l.Name, l.Target)
 	}
 	ref, err := parseImage(l.Image, l.ImageServer)
 	if err != nil {
@@ -157,12 +172,17 @@ func (l *Launch) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 		}
 		return nil, fmt.Errorf("launch %q: instance is %s after start, want Running", l.Name, state.Status)
 	}
+	inst, _, err := srv.GetInstance(l.Name)
+	if err != nil {
+		return nil, fmt.Errorf("launch %q: get instance: %w", l.Name, err)
+	}
 	ipv4, ipv6 := globalAddresses(state)
 	return tasks.Outputs{
-		"name":   cty.StringVal(l.Name),
-		"status": cty.StringVal(state.Status),
-		"ipv4":   ipv4,
-		"ipv6":   ipv6,
+		"name":     cty.StringVal(l.Name),
+		"status":   cty.StringVal(state.Status),
+		"ipv4":     ipv4,
+		"ipv6":     ipv6,
+		"location": cty.StringVal(inst.Location),
 	}, nil
 }
 
@@ -181,6 +201,19 @@ func (l *Launch) ensureRunning(ctx context.Context, srv lxdclient.InstanceServer
 		return fmt.Errorf("get instance: %w", err)
 	}
 	diffs := l.diffs(inst, ref, fingerprint)
+	placed, err := targetDiff(l.Target, inst.Location, func(member string) ([]string, error) {
+		m, _, err := srv.GetClusterMember(member)
+		if err != nil {
+			return nil, fmt.Errorf("get cluster member %q: %w", member, err)
+		}
+		return m.Groups, nil
+	})
+	if err != nil {
+		return err
+	}
+	if placed != "" {
+		diffs = append(diffs, placed)
+	}
 	if len(diffs) > 0 {
 		if !l.Recreate {
 			return differsError(diffs)
@@ -238,8 +271,14 @@ func (l *Launch) create(ctx context.Context, srv lxdclient.InstanceServer, env *
 	default:
 		source.Alias = ref.name
 	}
-	fmt.Fprintf(env.Stdout, "creating instance %q from image %q\n", l.Name, l.Image)
-	op, err := srv.CreateInstance(api.InstancesPost{
+	on := srv
+	if l.Target != "" {
+		on = srv.UseTarget(l.Target) // only the create: the instance's other requests go to any member
+		fmt.Fprintf(env.Stdout, "creating instance %q from image %q on cluster member %q\n", l.Name, l.Image, l.Target)
+	} else {
+		fmt.Fprintf(env.Stdout, "creating instance %q from image %q\n", l.Name, l.Image)
+	}
+	op, err := on.CreateInstance(api.InstancesPost{
 		Name:   l.Name,
 		Source: source,
 		InstancePut: api.InstancePut{
@@ -303,6 +342,44 @@ func (l *Launch) profiles() []string {
 
 func (l *Launch) waitTimeout() (time.Duration, error) {
 	return l.WaitTimeout.Positive("wait_timeout", defaultWaitTimeout)
+}
+
+// targetError checks a target offline: a member name, or @ and a cluster group's name.
+func targetError(target string) error {
+	if target == "" {
+		return nil
+	}
+	name, group := strings.CutPrefix(target, "@")
+	switch {
+	case name == "":
+		return fmt.Errorf("%q names no cluster group", target)
+	case strings.ContainsAny(name, "/@") || strings.IndexFunc(name, unicode.IsSpace) >= 0:
+		return fmt.Errorf("%q must not contain \"/\", \"@\" (but as its first character) or white space", target)
+	case name == "none" && !group:
+		return errors.New(`"none" is not a cluster member's name: LXD gives it to a server that is not a cluster`)
+	}
+	return nil
+}
+
+// targetDiff compares the member an existing instance is on (location) with target:
+// a member's name must be location, a group (@GROUP) must be one of location's groups,
+// which groups looks up. It returns the difference, or "" when target is unset or met.
+func targetDiff(target, location string, groups func(member string) ([]string, error)) (string, error) {
+	group, isGroup := strings.CutPrefix(target, "@")
+	switch {
+	case target == "" || target == location:
+		return "", nil
+	case !isGroup:
+		return fmt.Sprintf("target: instance is on member %q, declared %q", location, target), nil
+	}
+	in, err := groups(location)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(in, group) {
+		return "", nil
+	}
+	return fmt.Sprintf("target: instance is on member %q, which is not in cluster group %q (declared %q)", location, group, target), nil
 }
 
 // shortFingerprint abbreviates a fingerprint the way lxc image list shows it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/canonical/lxd/shared/api"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/tasks"
 )
@@ -17,8 +18,9 @@ import (
 const probeDial = time.Second
 
 // Probe reports the instance gone or not running, as a daemon restart can leave it
-// after its launch succeeded.
-func (l *Launch) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (string, error) {
+// after its launch succeeded, and, on a cluster, on another member than its launch
+// recorded (lxc move, an evacuation): the run records where it is now.
+func (l *Launch) Probe(ctx context.Context, env *tasks.Env, recorded tasks.Outputs) (string, error) {
 	srv, err := connect(ctx, remoteIn(env, l.Remote))
 	if err != nil {
 		return "", err
@@ -32,7 +34,31 @@ func (l *Launch) Probe(ctx context.Context, env *tasks.Env, _ tasks.Outputs) (st
 	case state.StatusCode != api.Running:
 		return fmt.Sprintf("instance %q is %s", l.Name, strings.ToUpper(state.Status)), nil
 	}
+	was := recordedLocation(recorded)
+	if was == "" {
+		return "", nil // not a cluster, or recorded before the output existed: no second request
+	}
+	inst, _, err := srv.GetInstance(l.Name)
+	if err != nil {
+		return "", fmt.Errorf("get instance %q: %w", l.Name, err)
+	}
+	if inst.Location != was {
+		return fmt.Sprintf("instance %q moved from cluster member %q to %q", l.Name, was, inst.Location), nil
+	}
 	return "", nil
+}
+
+// recordedLocation returns the location output of a recorded launch when it names a
+// cluster member, else "".
+func recordedLocation(recorded tasks.Outputs) string {
+	v, ok := recorded["location"]
+	if !ok || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+		return ""
+	}
+	if loc := v.AsString(); loc != "none" {
+		return loc
+	}
+	return ""
 }
 
 // Probe reports the device gone or changed, or, for a tcp address on this host of a

@@ -38,6 +38,14 @@ func TestValidateTypesA(t *testing.T) {
 		{Name: "launch empty wait_for", Task: &Launch{Name: "m1", Image: "x", WaitFor: []string{}}, Attr: "wait_for", Msg: "must name a program"},
 		{Name: "launch bad wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "soon"}, Attr: "wait_timeout", Msg: "not a duration"},
 		{Name: "launch negative wait_timeout", Task: &Launch{Name: "m1", Image: "x", WaitTimeout: "-1s"}, Attr: "wait_timeout", Msg: "must be a positive duration"},
+		{Name: "launch target member", Task: &Launch{Name: "m1", Image: "x", Target: "c2"}},
+		{Name: "launch target group", Task: &Launch{Name: "m1", Image: "x", Target: "@edge"}},
+		{Name: "launch target group none", Task: &Launch{Name: "m1", Image: "x", Target: "@none"}},
+		{Name: "launch target bare @", Task: &Launch{Name: "m1", Image: "x", Target: "@"}, Attr: "target", Msg: `"@" names no cluster group`},
+		{Name: "launch target none", Task: &Launch{Name: "m1", Image: "x", Target: "none"}, Attr: "target", Msg: "a server that is not a cluster"},
+		{Name: "launch target slash", Task: &Launch{Name: "m1", Image: "x", Target: "c/2"}, Attr: "target", Msg: `must not contain "/"`},
+		{Name: "launch target two @", Task: &Launch{Name: "m1", Image: "x", Target: "@@g"}, Attr: "target", Msg: `but as its first character`},
+		{Name: "launch target space", Task: &Launch{Name: "m1", Image: "x", Target: "c 2"}, Attr: "target", Msg: "white space"},
 
 		{Name: "delete", Task: &Delete{Instances: []string{"a", "b"}, Profiles: []string{"p"}, Images: []string{"i"}, Force: &no}},
 		{Name: "delete nothing", Task: &Delete{}, Attr: "instances", Msg: "nothing to delete"},
@@ -72,7 +80,7 @@ func TestRegisterTypesA(t *testing.T) {
 	}
 	for name, outputs := range map[string]map[string]cty.Type{
 		"lxd_profile":      {"name": cty.String},
-		"lxd_launch":       {"name": cty.String, "status": cty.String, "ipv4": cty.List(cty.String), "ipv6": cty.List(cty.String)},
+		"lxd_launch":       {"name": cty.String, "status": cty.String, "ipv4": cty.List(cty.String), "ipv6": cty.List(cty.String), "location": cty.String},
 		"lxd_delete":       {"deleted": cty.List(cty.String)},
 		"lxd_image_import": {"fingerprint": cty.String, "alias": cty.String, "size": cty.Number},
 	} {

@@ -1,0 +1,97 @@
+package lxdtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/flowdev/flow/internal/ci"
+)
+
+// ClusterHome is the lab cluster's directory, as scripts/lab-cluster.sh keeps it.
+const ClusterHome = "/var/lib/flow-lab-cluster"
+
+// ClusterImage is the image the tests bring into the cluster: the busybox lab's.
+const ClusterImage = "flow-lab-busybox"
+
+// Cluster is how a test reaches the lab cluster: three LXD daemons on 127.0.0.3, .4 and
+// .5 that form one LXD cluster (members c1, c2, c3), reached over HTTPS through c1.
+type Cluster struct {
+	Address    string   // https://127.0.0.3:8443, c1's
+	Members    []string // c1, c2, c3
+	ClientCert string   // a client certificate the cluster trusts, and its key
+	ClientKey  string
+	ServerCert string // the cluster's certificate, pinned
+}
+
+// Remote is the `remote` map of an LXD task that talks to the cluster.
+func (c Cluster) Remote() map[string]string {
+	return map[string]string{"address": c.Address, "client_cert": c.ClientCert, "client_key": c.ClientKey, "server_cert": c.ServerCert}
+}
+
+// Lxc runs lxc against member c1's unix socket and returns its combined output.
+func (c Cluster) Lxc(args ...string) (string, error) {
+	cmd := exec.Command("lxc", args...)
+	cmd.Env = append(os.Environ(), "LXD_DIR="+filepath.Join(ClusterHome, c.Members[0], "lxd"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("LXD_DIR=%s lxc %s: %w: %s", filepath.Join(ClusterHome, c.Members[0], "lxd"), strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+var clusterOnce sync.Mutex
+
+// StartCluster starts the lab cluster unless it runs (scripts/lab-cluster.sh start, with
+// a client configuration of the tests' own under ClusterHome and only ClusterImage
+// brought in) and holds a shared lock on it until the test ends. It skips the test when
+// LXD is not installed, and fails it under CI.
+func StartCluster(t testing.TB) Cluster {
+	t.Helper()
+	if _, err := exec.LookPath("lxd"); err != nil {
+		if ci.Enabled() {
+			t.Fatalf("the lab cluster needs lxd (CI=%s: scripts/lab-setup.sh installs it): %v", os.Getenv("CI"), err)
+		}
+		t.Skipf("the lab cluster needs lxd (scripts/lab-setup.sh installs it): %v", err)
+	}
+	unlock := lockIn(t, ClusterHome, syscall.LOCK_SH)
+	t.Cleanup(unlock)
+	clusterOnce.Lock()
+	defer clusterOnce.Unlock()
+	client := filepath.Join(ClusterHome, "client")
+	cmd := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "lab-cluster.sh"), "start")
+	// The script's daemons are found by their LXD_DIR: a caller's LXD_DIR or
+	// LXD_SOCKET would point its checks at another daemon.
+	cmd.Env = append(withoutEnv(os.Environ(), "LXD_DIR", "LXD_SOCKET"), "LXD_CONF="+client, "LAB_CLUSTER_IMAGES="+ClusterImage)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("start the lab cluster: %v\n%s", err, out)
+	}
+	return Cluster{
+		Address:    "https://127.0.0.3:8443",
+		Members:    []string{"c1", "c2", "c3"},
+		ClientCert: filepath.Join(client, "client.crt"),
+		ClientKey:  filepath.Join(client, "client.key"),
+		ServerCert: filepath.Join(client, "servercerts", "lab-cluster.crt"),
+	}
+}
+
+// withoutEnv returns env without the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, n := range names {
+			keep = keep && name != n
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
