@@ -33,6 +33,8 @@ fail() { log "$*"; exit 1; }
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet)
 karmada_bins=(karmadactl karmada-controller-manager karmada-scheduler karmada-webhook
   karmada-aggregated-apiserver karmada-agent)
+# The addons (karmadactl addons enable): built when the lab's karmada_addons names them.
+karmada_addon_bins=(karmada-search karmada-descheduler karmada-scheduler-estimator karmada-metrics-adapter)
 # The plugins the members' Corefile (flows/k8s-lab/member/coredns.yaml) uses: CoreDNS
 # is built with these alone, as its plugin.cfg lets a distribution do, not all 50.
 coredns_plugins=(errors health ready kubernetes cache loop reload loadbalance)
@@ -67,7 +69,7 @@ family_of() {
   kube-* | kubelet) echo kubernetes ;;
   karmada*) echo karmada ;;
   coredns) echo coredns ;;
-  *) fail "no binary $1 (known: ${kube_bins[*]} ${karmada_bins[*]} karmada-crds coredns)" ;;
+  *) fail "no binary $1 (known: ${kube_bins[*]} ${karmada_bins[*]} ${karmada_addon_bins[*]} karmada-crds coredns)" ;;
   esac
 }
 
@@ -188,7 +190,7 @@ build() {
   karmada)
     ld="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$version"
     case $name in
-    karmadactl) pkg=cmd/karmadactl ;;
+    karmadactl | karmada-search) pkg=cmd/$name ;;
     *) pkg=cmd/${name#karmada-} ;;
     esac
     pkg=github.com/karmada-io/karmada/$pkg

@@ -10,8 +10,9 @@
 # members.hcl and karmada.hcl.
 
 locals {
-  kube_bins    = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet"]
-  karmada_bins = ["karmadactl", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver", "karmada-agent", "karmada-crds"]
+  kube_bins = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet"]
+  # The addons the lab enables (addons.hcl) are built only when it enables them.
+  karmada_bins = concat(["karmadactl", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver", "karmada-agent", "karmada-crds"], var.karmada_addons)
   bins_env = {
     K8S_VERSION     = var.kube_version
     KARMADA_VERSION = var.karmada_version

@@ -29,6 +29,12 @@ variable "image_nginx_tag" {
   description = "Tag of library/nginx (flows/nginx-demo.hcl's default); it holds Debian's nginx-light 1.22."
 }
 
+variable "image_socat_tag" {
+  type        = string
+  default     = "1.7.4"
+  description = "Tag of the lab's socat image (Debian's socat), the loopback forwarder of the Karmada addons' pods (addons.hcl); built only when the lab enables an addon."
+}
+
 variable "image_prometheus_tag" {
   type        = string
   default     = "v2.53.3"
@@ -46,6 +52,8 @@ locals {
     python     = ["python-is-python3", "python3-flask"]
     kube_proxy = ["conntrack", "iptables"]
   }
+  # Images only the Karmada addons (addons.hcl) need.
+  image_rootfs_addons = length(var.karmada_addons) == 0 ? {} : { socat = ["socat"] }
 
   # Binary name => upstream repository path and tag. Kubernetes binaries go where the real
   # images have them (/usr/local/bin, on PATH: karmadactl init runs "kube-apiserver"),
@@ -57,7 +65,8 @@ locals {
     for c in ["karmada-controller-manager", "karmada-scheduler", "karmada-webhook", "karmada-aggregated-apiserver", "karmada-agent"] :
     c => "karmada/${c}:${var.karmada_version}"
   }
-  image_coredns_tag = trimprefix(var.image_coredns_version, "v")
+  image_karmada_addons = { for c in var.karmada_addons : c => "karmada/${c}:${var.karmada_version}" }
+  image_coredns_tag    = trimprefix(var.image_coredns_version, "v")
   image_path = {
     debian     = "library/debian:bookworm"
     alpine     = "library/alpine:3.21.0"
@@ -69,6 +78,7 @@ locals {
     prometheus = "prom/prometheus:${var.image_prometheus_tag}"
     python     = "library/python:3.11-slim"
     hostpath   = "cdkbot/hostpath-provisioner:1.5.0"
+    socat      = "flowlab/socat:${var.image_socat_tag}"
   }
   image_path_env = { PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
 }
@@ -89,7 +99,7 @@ task "exec" "image_rootfs_base" {
 # bytes): image_build then takes the layer's digest by hashing the file instead of
 # compressing hundreds of megabytes at every run.
 task "exec" "image_rootfs" {
-  for_each    = local.image_rootfs
+  for_each    = merge(local.image_rootfs, local.image_rootfs_addons)
   description = "A Debian root file system with the image's packages (cached by package list), gzipped into .lab/images."
   command     = concat(["bash", "scripts/image-rootfs.sh", each.key], each.value)
   dir         = local.root
@@ -203,7 +213,7 @@ task "image_build" "image_kube_proxy" {
 # /usr/bin is /bin in the base (merged /usr): a layer with its own bin/ directory would
 # hide the base's /bin -> usr/bin link, and with it /bin/sh.
 task "image_build" "image_karmada" {
-  for_each   = local.image_karmada
+  for_each   = merge(local.image_karmada, local.image_karmada_addons)
   base       = image_build.image_debian.reference
   layers     = [{ source = exec.karmada_bin[each.key].stdout, destination = "/usr/bin/${each.key}", mode = "0755" }]
   entrypoint = ["/bin/${each.key}"]
@@ -272,6 +282,19 @@ task "image_build" "image_hostpath" {
   timeout    = "10m"
 }
 
+# The Karmada addons' loopback forwarder (addons.hcl): Debian's socat and bash.
+task "image_build" "image_socat" {
+  for_each   = local.image_rootfs_addons
+  layers     = [{ tarball = exec.image_rootfs[each.key].stdout }]
+  env        = local.image_path_env
+  entrypoint = ["socat"]
+  labels     = { "org.flowdev.lab.stand-in" = "Debian bookworm's socat, the lab's own image" }
+  push       = "${local.image_upstream}/${local.image_path.socat}"
+  insecure   = true
+  timeout    = "10m"
+  depends_on = [module.registries]
+}
+
 # --- the lab registry -------------------------------------------------------------------------
 
 # Every image above, pinned by the digest just built and pushed under its tag; flatten
@@ -279,7 +302,8 @@ task "image_build" "image_hostpath" {
 task "image_mirror" "lab" {
   images = concat(
     [for k, b in image_build.image_kube : "${local.image_upstream}/${local.image_kube[k]}@${b.digest}"],
-    [for k, b in image_build.image_karmada : "${local.image_upstream}/${local.image_karmada[k]}@${b.digest}"],
+    [for k, b in image_build.image_karmada : "${local.image_upstream}/${merge(local.image_karmada, local.image_karmada_addons)[k]}@${b.digest}"],
+    [for k, b in image_build.image_socat : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
     [for k, b in {
       debian     = image_build.image_debian
       alpine     = image_build.image_alpine

@@ -29,3 +29,9 @@ func (t *Token) in(env *tasks.Env) *Token {
 	cp.Kubeconfig = env.InDir(t.Kubeconfig)
 	return &cp
 }
+
+func (a *Addon) in(env *tasks.Env) *Addon {
+	cp := *a
+	cp.Kubeconfig, cp.KarmadaKubeconfig, cp.MemberKubeconfig = env.InDir(a.Kubeconfig), env.InDir(a.KarmadaKubeconfig), env.InDir(a.MemberKubeconfig)
+	return &cp
+}

@@ -30,6 +30,7 @@ func TestRegisteredTypes(t *testing.T) {
 		"karmadactl_join":     {"cluster": cty.String},
 		"karmadactl_token":    {"token": cty.String, "ca_cert_hash": cty.String, "api_endpoint": cty.String, "register_command": cty.String},
 		"karmadactl_register": {"cluster": cty.String},
+		"karmada_addon":       {"deployment": cty.String, "namespace": cty.String},
 	}
 	for name, want := range outputs {
 		typ, ok := r.Lookup(name)
@@ -45,7 +46,7 @@ func TestRegisteredTypes(t *testing.T) {
 // endpoint are not); the names and paths the others publish are Clean, so a
 // sensitive input (register's token) does not hide them.
 func TestOutputSensitivity(t *testing.T) {
-	for _, typ := range []tasks.Type{initType(), joinType(), tokenType(), registerType()} {
+	for _, typ := range []tasks.Type{initType(), joinType(), tokenType(), registerType(), addonType()} {
 		for _, o := range typ.Outputs {
 			isToken := typ.Name == "karmadactl_token"
 			secret := isToken && (o.Name == "token" || o.Name == "register_command")
@@ -57,6 +58,16 @@ func TestOutputSensitivity(t *testing.T) {
 }
 
 const goodToken = "abcdef.0123456789abcdef"
+
+// addon is a valid karmada_addon, changed by edit.
+func addon(edit func(*Addon)) *Addon {
+	a := &Addon{Addon: "karmada-search", KarmadaKubeconfig: "karmada.config", ForwarderImage: "localhost:32000/socat:1.7.4",
+		LoopbackForwards: map[string]string{"127.0.0.1:16441": "10.1.0.1:16441", "16442": "10.1.0.1:16442"}}
+	if edit != nil {
+		edit(a)
+	}
+	return a
+}
 
 func TestValidate(t *testing.T) {
 	no := false
@@ -71,6 +82,18 @@ func TestValidate(t *testing.T) {
 		{Name: "register discovery_timeout karmadactl overflows", Task: register(func(r *Registration) { r.DiscoveryTimeout = "2m" }), Attr: "discovery_timeout", Msg: "overflows to a negative time"},
 		{Name: "register discovery_timeout default", Task: register(func(r *Registration) { r.DiscoveryTimeout = "5m" })},
 		{Name: "init minimal", Task: &Init{}},
+		{Name: "addon search", Task: addon(nil)},
+		{Name: "addon estimator", Task: addon(func(a *Addon) { a.Addon, a.Cluster, a.MemberKubeconfig = estimatorAddon, "member1", "m1.config" })},
+		{Name: "addon unknown", Task: addon(func(a *Addon) { a.Addon = "karmada-dashboard" }), Attr: "addon", Msg: `"karmada-dashboard" is not an addon karmadactl enables; one of karmada-descheduler, karmada-metrics-adapter, karmada-scheduler-estimator, karmada-search`},
+		{Name: "addon estimator without member", Task: addon(func(a *Addon) { a.Addon = estimatorAddon }), Attr: "cluster", Msg: "karmada-scheduler-estimator is per member: name the member"},
+		{Name: "addon estimator without kubeconfig", Task: addon(func(a *Addon) { a.Addon, a.Cluster = estimatorAddon, "member1" }), Attr: "member_kubeconfig", Msg: "required"},
+		{Name: "addon cluster on search", Task: addon(func(a *Addon) { a.Cluster = "member1" }), Attr: "cluster", Msg: "only karmada-scheduler-estimator is per member"},
+		{Name: "addon forward port", Task: addon(func(a *Addon) { a.LoopbackForwards = map[string]string{"70000": "10.1.0.1:16441"} }), Attr: "loopback_forwards", Msg: `"70000" is neither a port nor a loopback ADDRESS:PORT`},
+		{Name: "addon forward not loopback", Task: addon(func(a *Addon) { a.LoopbackForwards = map[string]string{"10.0.0.1:16441": "10.1.0.1:16441"} }), Attr: "loopback_forwards", Msg: "neither a port nor a loopback"},
+		{Name: "addon forward target", Task: addon(func(a *Addon) { a.LoopbackForwards = map[string]string{"16441": "10.1.0.1"} }), Attr: "loopback_forwards", Msg: `16441 => "10.1.0.1" is not HOST:PORT`},
+		{Name: "addon forward without image", Task: addon(func(a *Addon) { a.ForwarderImage = "" }), Attr: "forwarder_image", Msg: "needs the sidecar's image"},
+		{Name: "addon image in extra_args", Task: addon(func(a *Addon) { a.ExtraArgs = []string{"--karmada-search-image=x"} }), Attr: "extra_args", Msg: "flow sets it itself"},
+		{Name: "addon kubeconfig in extra_args", Task: addon(func(a *Addon) { a.ExtraArgs = []string{"--kubeconfig=x"} }), Attr: "extra_args", Msg: "set attribute kubeconfig instead"},
 		{Name: "init full", Task: &Init{KarmadactlVersion: "v1.13.0", WaitTimeout: "0s", CertValidity: "8760h", Port: 32443,
 			AdvertiseAddress: "10.0.0.1", CertExternalIP: []string{"::1"}, ImagePullPolicy: "Always", EtcdStorageMode: "emptyDir",
 			EtcdReplicas: 3, CACertFile: "/ca.crt", CAKeyFile: "/ca.key", EtcdImage: "registry.k8s.io/etcd:3.5.16-0", DeinitFirst: &no}},

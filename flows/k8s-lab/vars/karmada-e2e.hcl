@@ -13,3 +13,7 @@ karmada_feature_gates             = "AllAlpha=true,AllBeta=true"
 karmada_controllers               = "*,hpaScaleTargetMarker,deploymentReplicasSyncer"
 karmada_failover_eviction_timeout = "30s"
 karmada_agent_feature_gates       = "CustomizedClusterResourceModeling=true,MultiClusterService=true"
+
+# The addons a real Karmada runs, built from the Karmada module (flows/k8s-lab/addons.hcl):
+# search_test.go, metrics_test.go and the descheduler's specs need them.
+karmada_addons = ["karmada-search", "karmada-descheduler", "karmada-scheduler-estimator", "karmada-metrics-adapter"]
