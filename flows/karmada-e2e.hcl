@@ -1,7 +1,8 @@
 # karmada-e2e.hcl — what Karmada's own e2e suite needs on the running k8s lab (make demo),
 # besides the lab: the images it names, in the lab registry under their Docker Hub paths
-# (the members pull docker.io through localhost:32000, flows/k8s-lab/member/up.sh), and
-# the suite itself, built from the Go module proxy at the lab's Karmada version.
+# (the members pull docker.io through localhost:32000, flows/k8s-lab/member/up.sh), the
+# suite itself, built from the Go module proxy at the lab's Karmada version, and upstream's
+# resource interpreter webhook example, deployed as hack/pre-run-e2e.sh does (at the end).
 #
 #   make karmada-e2e                       # this flow, then every spec that fits the lab
 #   flow run flows/karmada-e2e.hcl --state .flow/karmada-e2e.db
@@ -95,4 +96,169 @@ output "suite" {
 
 output "images" {
   value = concat([image_build.perl.reference, image_build.nginx.reference], [for c in image_mirror.copy : values(c.images)[0]])
+}
+
+# --- the resource interpreter webhook example --------------------------------------------
+#
+# What upstream's hack/pre-run-e2e.sh deploys for the suite's "Resource interpreter webhook
+# testing": karmada-interpreter-webhook-example (examples/customresourceinterpreter of the
+# Karmada module) in the host cluster, from upstream's own manifest; its
+# ResourceInterpreterWebhookConfiguration in Karmada, upstream's file with the address
+# and caBundle filled in; the Workload CRD in Karmada and in every member. The binary is
+# built here from the module (scripts/k8s-bins.sh), the image is the lab's Debian with it,
+# pushed where the members' docker.io mirror finds upstream's name
+# (docker.io/karmada/karmada-interpreter-webhook-example:latest).
+#
+# Upstream gives the webhook a MetalLB address on kind's network, dialled by
+# karmada-controller-manager and the pull member's karmada-agent. Here both dial
+# 10.1.0.1:INTERPRETER_PORT, as the agent dials Karmada's API server (flows/k8s-lab/karmada.hcl):
+# a NodePort of the host cluster (the controller manager runs on the node's network), and
+# in each pull member a proxy device to this machine's 127.0.0.1:INTERPRETER_PORT, itself
+# a proxy device to that NodePort.
+
+variable "config_dir" {
+  type        = string
+  default     = ""
+  description = "The lab's config dir (flows/k8s-lab's config_dir): its kubeconfigs; default .lab/k8s-lab in the repository."
+}
+
+variable "host_cluster" {
+  type        = string
+  default     = "karmada-host"
+  description = "The host cluster's container (flows/k8s-lab's host_cluster), where the webhook example runs."
+}
+
+variable "members" {
+  type        = list(string)
+  default     = ["member1", "member2", "member3"]
+  description = "The lab's members (the keys of flows/k8s-lab's members): each gets the Workload CRD."
+}
+
+variable "pull_members" {
+  type        = list(string)
+  default     = ["member3"]
+  description = "The lab's pull members (flows/k8s-lab's pull_members): their karmada-agent dials the webhook through a proxy device."
+}
+
+variable "interpreter_webhook_port" {
+  type        = number
+  default     = 32445
+  description = "The webhook example's NodePort in the host cluster, and the port of the proxy devices to it (this machine's 127.0.0.1, 10.1.0.1 in the pull members)."
+}
+
+locals {
+  config_dir          = var.config_dir != "" ? var.config_dir : "${local.root}/.lab/k8s-lab"
+  karmada_kubeconfig  = "${local.config_dir}/karmada/karmada-apiserver.config"
+  host_kubeconfig     = "${local.config_dir}/${var.host_cluster}.config"
+  bridge              = "10.1.0.1" # each cluster's cni0, in its own network namespace
+  interpreter_address = "${local.bridge}:${var.interpreter_webhook_port}"
+  interpreter_dir     = "${path.flow}/karmada-e2e/interpreter-webhook"
+}
+
+task "exec" "karmada_module" {
+  description = "The Karmada module's directory at the lab's version (its examples/customresourceinterpreter)."
+  script      = <<-EOT
+    set -e
+    cd "$(bash scripts/k8s-bins.sh module karmada)"
+    go list -m -f '{{.Dir}}' github.com/karmada-io/karmada
+  EOT
+  env         = { KARMADA_VERSION = var.karmada_version }
+  dir         = local.root
+  timeout     = "10m"
+}
+
+task "exec" "interpreter_webhook_bin" {
+  description = "karmada-interpreter-webhook-example, built from the Karmada module into ~/.cache/flow/bin."
+  command     = ["bash", "scripts/k8s-bins.sh", "build", "karmada-interpreter-webhook-example"]
+  env         = { KARMADA_VERSION = var.karmada_version }
+  dir         = local.root
+  timeout     = "20m"
+  depends_on  = [exec.karmada_module]
+}
+
+# Where upstream's manifest and the image (docker.io/karmada/...:latest) name it; /usr/bin
+# is /bin in the base (merged /usr), where the manifest runs it.
+task "image_build" "interpreter_webhook" {
+  base       = "${local.registry}/debian:bookworm"
+  layers     = [{ source = exec.interpreter_webhook_bin.stdout, destination = "/usr/bin/karmada-interpreter-webhook-example", mode = "0755" }]
+  entrypoint = ["/bin/karmada-interpreter-webhook-example"]
+  labels     = { "org.flowdev.lab.built-here" = "karmada-interpreter-webhook-example ${var.karmada_version}, built from the Karmada module" }
+  push       = "${local.registry}/karmada/karmada-interpreter-webhook-example:latest"
+  insecure   = true
+  timeout    = "10m"
+}
+
+task "exec" "interpreter_webhook_certs" {
+  description = "The webhook's CA and serving certificate (SAN: where Karmada dials it) and the Secrets its Deployment mounts, into .lab/karmada-e2e."
+  command = ["bash", "${local.interpreter_dir}/certs.sh", "${local.root}/.lab/karmada-e2e/interpreter-webhook", local.karmada_kubeconfig,
+  "IP:${local.bridge},IP:127.0.0.1,DNS:karmada-interpreter-webhook-example.karmada-system.svc,DNS:karmada-interpreter-webhook-example-lab.karmada-system.svc"]
+  undo = "rm -rf '${local.root}/.lab/karmada-e2e/interpreter-webhook'"
+}
+
+task "k8s_apply" "interpreter_webhook" {
+  description = "The webhook example in the host cluster: its Secrets, upstream's manifest, the lab's NodePort Service."
+  kubeconfig  = local.host_kubeconfig
+  files = [
+    "${exec.interpreter_webhook_certs.stdout}/secrets.yaml",
+    "${exec.karmada_module.stdout}/examples/customresourceinterpreter/karmada-interpreter-webhook-example.yaml",
+  ]
+  content    = templatefile("${local.interpreter_dir}/service.yaml", { node_port = var.interpreter_webhook_port })
+  depends_on = [image_build.interpreter_webhook]
+}
+
+task "wait_ready" "interpreter_webhook" {
+  kind         = "deployment"
+  kubeconfig   = local.host_kubeconfig
+  namespace    = "karmada-system"
+  name         = "karmada-interpreter-webhook-example"
+  wait_timeout = "3m"
+  depends_on   = [k8s_apply.interpreter_webhook]
+}
+
+task "proxy_device" "interpreter_webhook" {
+  description = "This machine's 127.0.0.1:INTERPRETER_PORT to the webhook's NodePort in the host cluster."
+  instance    = var.host_cluster
+  name        = "interpreter-webhook"
+  listen      = "tcp:127.0.0.1:${var.interpreter_webhook_port}"
+  connect     = "tcp:${local.interpreter_address}"
+  depends_on  = [k8s_apply.interpreter_webhook]
+}
+
+task "proxy_device" "interpreter_webhook_pull" {
+  for_each    = toset(var.pull_members)
+  description = "The webhook for karmada-agent: 10.1.0.1:INTERPRETER_PORT in the pull member to this machine's forwarded port."
+  instance    = each.key
+  name        = "to-interpreter-webhook"
+  bind        = "instance"
+  listen      = "tcp:0.0.0.0:${var.interpreter_webhook_port}"
+  connect     = "tcp:127.0.0.1:${var.interpreter_webhook_port}"
+  depends_on  = [proxy_device.interpreter_webhook]
+}
+
+task "wait_ready" "interpreter_webhook_https" {
+  description = "The webhook answers over TLS with the certificate its CA signed, through the forwarded port."
+  kind        = "http"
+  url         = "https://${proxy_device.interpreter_webhook.address}/readyz"
+  ca_file     = "${exec.interpreter_webhook_certs.stdout}/ca.crt"
+  depends_on  = [wait_ready.interpreter_webhook]
+}
+
+task "k8s_apply" "interpreter_webhook_configuration" {
+  description = "Upstream's ResourceInterpreterWebhookConfiguration in Karmada, with the webhook's address and caBundle."
+  kubeconfig  = local.karmada_kubeconfig
+  content = replace(replace(file("${exec.karmada_module.stdout}/examples/customresourceinterpreter/webhook-configuration.yaml"),
+    "{{karmada-interpreter-webhook-example-svc-address}}:443", local.interpreter_address),
+  "{{caBundle}}", base64encode(file("${exec.interpreter_webhook_certs.stdout}/ca.crt")))
+  depends_on = [wait_ready.interpreter_webhook_https, proxy_device.interpreter_webhook_pull]
+}
+
+task "k8s_apply" "workload_crd" {
+  for_each    = merge({ karmada = local.karmada_kubeconfig }, { for m in var.members : m => "${local.config_dir}/${m}.config" })
+  description = "The example's Workload CRD, in Karmada and in every member."
+  kubeconfig  = each.value
+  files       = ["${exec.karmada_module.stdout}/examples/customresourceinterpreter/apis/workload.example.io_workloads.yaml"]
+}
+
+output "interpreter_webhook" {
+  value = "https://${local.interpreter_address}/interpreter-workload"
 }

@@ -193,6 +193,8 @@ build() {
     karmadactl | karmada-search) pkg=cmd/$name ;;
     *) pkg=cmd/${name#karmada-} ;;
     esac
+    # Upstream's example interpreter webhook (its e2e suite's webhook specs), not a command.
+    case $name in karmada-interpreter-webhook-example) pkg=examples/customresourceinterpreter/webhook ;; esac
     pkg=github.com/karmada-io/karmada/$pkg
     ;;
   coredns)
