@@ -55,6 +55,7 @@ func TestWithAPIServers(t *testing.T) {
 	t.Run("register hides token FakeKarmadactl", s.testRegisterHidesToken)
 	t.Run("register agent api endpoint FakeKarmadactl", s.testRegisterAgentEndpoint)
 	t.Run("register destroy FakeKarmadactl", s.testRegisterDestroy)
+	t.Run("addon enable adopt destroy NoKubelet", s.testAddon)
 }
 
 // Join for real with api_endpoint: the Cluster object appears with the member's
