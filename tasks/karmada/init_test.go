@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowdev/flow/tasks/taskstest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -109,17 +108,7 @@ func (s servers) setHostNetwork(t *testing.T, ns string, names []string) {
 // Deployment name in ns has a generation its status has not observed, it reports
 // that generation rolled out and ready.
 func (s servers) simulateRollout(t *testing.T, ns, name string) {
-	client := s.member.Clientset(t).AppsV1().Deployments(ns)
-	for t.Context().Err() == nil {
-		d, err := client.Get(t.Context(), name, metav1.GetOptions{})
-		if err == nil && d.Generation > d.Status.ObservedGeneration {
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-			if _, err := client.UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err == nil {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	keepRolledOut(t.Context(), s.member.Clientset(t).AppsV1().Deployments(ns), name)
 }
 
 // karmadaData returns a karmada_data directory whose kubeconfig points at the
