@@ -14,6 +14,10 @@
 #                                       tarball; or hostpath-provisioner, the lab's
 #                                       storage, from flows/k8s-lab/hostpath); prints
 #                                       its path
+#   scripts/k8s-bins.sh build metrics-server
+#                                       metrics-server (module family metrics-server,
+#                                       METRICS_SERVER_VERSION): not in everything above,
+#                                       the lab builds it only under var.metrics_server
 #
 # The lab flow (flows/k8s-lab/bins.hcl) runs `module` and `build` as tasks of their own.
 # Two builds in one family at once would compile the packages they share twice.
@@ -23,6 +27,7 @@ cd "$(dirname "$0")/.."
 K8S_VERSION="${K8S_VERSION:-v1.31.4}"
 KARMADA_VERSION="${KARMADA_VERSION:-v1.13.0}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.11.3}"
+METRICS_SERVER_VERSION="${METRICS_SERVER_VERSION:-v0.8.0}"
 CACHE="${FLOW_BIN_CACHE:-$HOME/.cache/flow/bin}"
 mkdir -p "$CACHE"
 export GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -46,6 +51,7 @@ declare -A documented=([kube-apiserver]=300 [kube-controller-manager]=100 [kube-
   [karmada-scheduler]=30 [karmada-webhook]=15 [karmada-aggregated-apiserver]=160
   [karmada-agent]=10 [coredns]=120 [module-kubernetes]=120 [module-karmada]=90 [module-coredns]=40
   [hostpath-provisioner]=60)
+documented+=([metrics-server]=210 [module-metrics-server]=30)
 
 # expect NAME VERSION: how long NAME took last time here, or the documented figure.
 expect() {
@@ -69,11 +75,13 @@ family_of() {
   kube-* | kubelet) echo kubernetes ;;
   karmada*) echo karmada ;;
   coredns) echo coredns ;;
+  metrics-server) echo metrics-server ;;
   *) fail "no binary $1 (known: ${kube_bins[*]} ${karmada_bins[*]} ${karmada_addon_bins[*]} karmada-crds coredns)" ;;
   esac
 }
 
 version_of() {
+  [ "$1" = metrics-server ] && { echo "$METRICS_SERVER_VERSION"; return; }
   case $1 in kubernetes) echo "$K8S_VERSION" ;; karmada) echo "$KARMADA_VERSION" ;; coredns) echo "$COREDNS_VERSION" ;; esac
 }
 
@@ -111,6 +119,14 @@ import (
 	_ "github.com/karmada-io/karmada/pkg/karmadactl"
 )'
 
+# metrics-server's command package is a main: the wrapper imports its app package, which
+# holds everything the command builds, so go mod tidy downloads all of it.
+metrics_server_tools='package tools
+
+import (
+	_ "sigs.k8s.io/metrics-server/cmd/metrics-server/app"
+)'
+
 coredns_main() {
   echo 'package main'
   echo
@@ -132,6 +148,7 @@ module() {
   kubernetes) src="$(write_kubernetes)"$'\n'"$kubernetes_tools" ;;
   karmada) src="require github.com/karmada-io/karmada $KARMADA_VERSION"$'\n'"$karmada_tools" ;;
   coredns) src="require github.com/coredns/coredns $COREDNS_VERSION"$'\n'"$(coredns_main)" ;;
+  metrics-server) src="require sigs.k8s.io/metrics-server $METRICS_SERVER_VERSION"$'\n'"$metrics_server_tools" ;;
   *) fail "no module family $family (kubernetes, karmada, coredns)" ;;
   esac
   local want
@@ -152,6 +169,10 @@ module() {
   coredns)
     printf 'module flowcorednsbuild\ngo 1.23\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" >"$dir/go.mod"
     coredns_main >"$dir/main.go"
+    ;;
+  metrics-server)
+    printf 'module flowmetricsserverbuild\ngo 1.24\nrequire sigs.k8s.io/metrics-server %s\n' "$METRICS_SERVER_VERSION" >"$dir/go.mod"
+    printf '%s\n' "$metrics_server_tools" >"$dir/tools.go"
     ;;
   esac
   (cd "$dir" && go mod tidy >&2) || fail "resolving the $family $(version_of "$family") modules"
@@ -200,6 +221,11 @@ build() {
   coredns)
     ld="-s -w -X github.com/coredns/coredns/coremain.GitCommit=$version"
     pkg=.
+    ;;
+  metrics-server)
+    # Where upstream's Makefile puts the version (its PKG is client-go's pkg).
+    ld="-s -w -X k8s.io/client-go/pkg/version.gitVersion=$version"
+    pkg=sigs.k8s.io/metrics-server/cmd/metrics-server
     ;;
   esac
   timed "$name" "$version" bash -c "cd '$dir' && go build -trimpath -ldflags '$ld' -o '$out.tmp.$$' $pkg"

@@ -6,8 +6,8 @@
 # exist; while one family compiles, the others download and the Debian roots are built.
 #
 # One file of the flows/k8s-lab flow: it uses var.kube_version, var.karmada_version,
-# var.image_coredns_version and local.root; what it declares is read by images.hcl,
-# members.hcl and karmada.hcl.
+# var.image_coredns_version, var.metrics_server, local.metrics_server_version (metrics.hcl)
+# and local.root; what it declares is read by images.hcl, members.hcl and karmada.hcl.
 
 locals {
   kube_bins = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet"]
@@ -80,6 +80,21 @@ task "exec" "coredns_bin" {
   dir         = local.root
   timeout     = "40m"
   depends_on  = [exec.go_module["coredns"]]
+}
+
+# metrics-server, only under var.metrics_server (metrics.hcl): a family of its own, so it
+# builds beside the others; its module is resolved by the build itself.
+task "exec" "metrics_server_bin" {
+  for_each    = var.metrics_server ? toset(["metrics-server"]) : toset([])
+  description = "Build metrics-server from its module, once per version (cached; a no-op when present)."
+  command     = ["bash", "scripts/k8s-bins.sh", "build", each.key]
+  env         = { METRICS_SERVER_VERSION = local.metrics_server_version }
+  dir         = local.root
+  timeout     = "40m"
+  retry {
+    attempts = 2
+    delay    = "10s"
+  }
 }
 
 task "exec" "hostpath_bin" {

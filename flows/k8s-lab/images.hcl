@@ -8,8 +8,9 @@
 # real one: docs/k8s-lab-images.md.
 #
 # One file of the flows/k8s-lab flow: it uses var.upstream_port, var.registry_port,
-# var.karmada_version, var.kube_version, local.root and module.registries (the registries)
-# from the flow's other files; everything it declares is named image_*.
+# var.karmada_version, var.kube_version, var.metrics_server, local.metrics_server_version,
+# local.root and module.registries (the registries) from the flow's other files; everything
+# it declares is named image_*.
 
 variable "image_coredns_version" {
   type        = string
@@ -67,6 +68,8 @@ locals {
   }
   image_karmada_addons = { for c in var.karmada_addons : c => "karmada/${c}:${var.karmada_version}" }
   image_coredns_tag    = trimprefix(var.image_coredns_version, "v")
+  # Only under var.metrics_server (metrics.hcl), at registry.k8s.io's path.
+  image_metrics_server = var.metrics_server ? { "metrics-server" = "metrics-server/metrics-server:${local.metrics_server_version}" } : {}
   image_path = {
     debian     = "library/debian:bookworm"
     alpine     = "library/alpine:3.21.0"
@@ -295,6 +298,17 @@ task "image_build" "image_socat" {
   depends_on = [module.registries]
 }
 
+# metrics-server (metrics.hcl), as upstream's image has it: the binary at /, its entrypoint.
+task "image_build" "image_metrics_server" {
+  for_each   = local.image_metrics_server
+  base       = image_build.image_debian.reference
+  layers     = [{ source = exec.metrics_server_bin[each.key].stdout, destination = "/metrics-server", mode = "0755" }]
+  entrypoint = ["/metrics-server"]
+  push       = "${local.image_upstream}/${each.value}"
+  insecure   = true
+  timeout    = "10m"
+}
+
 # --- the lab registry -------------------------------------------------------------------------
 
 # Every image above, pinned by the digest just built and pushed under its tag; flatten
@@ -304,6 +318,7 @@ task "image_mirror" "lab" {
     [for k, b in image_build.image_kube : "${local.image_upstream}/${local.image_kube[k]}@${b.digest}"],
     [for k, b in image_build.image_karmada : "${local.image_upstream}/${merge(local.image_karmada, local.image_karmada_addons)[k]}@${b.digest}"],
     [for k, b in image_build.image_socat : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
+    [for k, b in image_build.image_metrics_server : "${local.image_upstream}/${local.image_metrics_server[k]}@${b.digest}"],
     [for k, b in {
       debian     = image_build.image_debian
       alpine     = image_build.image_alpine

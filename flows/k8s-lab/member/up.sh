@@ -4,6 +4,10 @@
 # manager, the scheduler, the kubelet and kube-proxy (iptables). Each starts once, with a
 # pid file; a second call starts only what is not running, so it is safe to repeat after a
 # kill, and init calls it at boot. Readiness is the flow's business (wait_ready), not ours.
+# A component running with other arguments than this script now gives it (an up.sh the flow
+# pushed since: every new `flow run flows/k8s-lab` pushes /opt/flow-member again and runs
+# this, lxd_exec.member_up) is stopped and started with the new ones; one whose arguments
+# are the same is left alone, so a running member picks up new flags at the next run.
 # Each is started again whenever it exits, as systemd does for MicroK8s: on a loaded machine
 # a component that gives up on a slow API server at its start (the controller manager does,
 # after 10 s) would otherwise leave the cluster half up for good; and the kubelet waits for
@@ -18,12 +22,36 @@ mkdir -p "$R" "$D" /var/log/k8s /etc/cni/net.d /opt/cni /etc/containerd
 start() { # start NAME COMMAND...: a detached process with a pid file, once
   n=$1; shift
   if [ -f "$R/$n.pid" ] && kill -0 "$(cat "$R/$n.pid")" 2>/dev/null; then
-    echo "$n already running (pid $(cat "$R/$n.pid"))"
-    return
+    if same "$(cat "$R/$n.pid")" "$@"; then
+      echo "$n already running (pid $(cat "$R/$n.pid"))"
+      return
+    fi
+    stop "$n"
   fi
   setsid "$@" </dev/null >>"/var/log/k8s/$n.log" 2>&1 &
   echo $! >"$R/$n.pid"
   echo "$n started (pid $!)"
+}
+
+same() { # same PID COMMAND...: PID's command line ends with COMMAND... (NUL-separated, as
+  # /proc has it). A supervisor's (sh -c SCRIPT NAME COMMAND...) is compared from NAME on:
+  # an edit of its script alone restarts nothing.
+  p=$1; shift
+  if [ "$1" = sh ] && [ "$2" = -c ]; then shift 3; fi
+  printf '%s\0' "$@" >"$R/want.$$"
+  tail -c "$(wc -c <"$R/want.$$")" "/proc/$p/cmdline" 2>/dev/null | cmp -s - "$R/want.$$"
+  r=$?
+  rm -f "$R/want.$$"
+  return $r
+}
+
+stop() { # stop NAME: TERM to the pid in NAME's pid file, then up to 30 s for it to exit
+  p=$(cat "$R/$1.pid")
+  echo "$1 (pid $p) runs with other arguments: stopping it to start it with these"
+  kill "$p" 2>/dev/null || true
+  i=0
+  while kill -0 "$p" 2>/dev/null && [ "$i" -lt 60 ]; do i=$((i + 1)); sleep 0.5; done
+  rm -f "$R/$1.pid"
 }
 
 supervise() { # supervise NAME COMMAND...: as start, but COMMAND is started again whenever it
@@ -92,6 +120,12 @@ supervise etcd etcd --name "$name" --data-dir "$D/etcd" \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster "$name=http://127.0.0.1:2380"
 
+# The aggregation layer (the requestheader and proxy-client flags), as kubeadm sets it up:
+# metrics.k8s.io (metrics-server, flows/k8s-lab/metrics.hcl) is served through it, and it
+# costs nothing when no APIService is registered. The API server dials an aggregated API at
+# its pods' IPs (aggregator routing), not through its Service: the node reaches pods on cni0
+# directly, with no kube-proxy rule in the way. A member started without them gets them
+# when the flow runs this again (see the top).
 supervise kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-address=0.0.0.0 \
   --secure-port=16443 --etcd-servers=http://127.0.0.1:2379 \
   --tls-cert-file=$P/apiserver.crt --tls-private-key-file=$P/apiserver.key --client-ca-file=$P/ca.crt \
@@ -100,7 +134,12 @@ supervise kube-apiserver kube-apiserver --advertise-address=$NODE_IP --bind-addr
   --kubelet-client-certificate=$P/apiserver-kubelet-client.crt --kubelet-client-key=$P/apiserver-kubelet-client.key \
   --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
   --kubelet-preferred-address-types=InternalIP,Hostname \
-  --service-cluster-ip-range=$SERVICE_CIDR --service-node-port-range=30000-32767
+  --service-cluster-ip-range=$SERVICE_CIDR --service-node-port-range=30000-32767 \
+  --requestheader-client-ca-file=$P/front-proxy-ca.crt --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file=$P/front-proxy-client.crt --proxy-client-key-file=$P/front-proxy-client.key \
+  --enable-aggregator-routing=true
 
 # The controller manager exits when the API server is not healthy within 10 s of its own
 # start; started together on a loaded machine, it is not. So it is started again.

@@ -17,3 +17,8 @@ karmada_agent_feature_gates       = "CustomizedClusterResourceModeling=true,Mult
 # The addons a real Karmada runs, built from the Karmada module (flows/k8s-lab/addons.hcl):
 # search_test.go, metrics_test.go and the descheduler's specs need them.
 karmada_addons = ["karmada-search", "karmada-descheduler", "karmada-scheduler-estimator", "karmada-metrics-adapter"]
+
+# metrics-server in every cluster (flows/k8s-lab/metrics.hcl), as upstream's
+# hack/deploy-k8s-metrics-server.sh installs it in its members: the FederatedHPA specs
+# (through karmada-metrics-adapter) and `karmadactl top` read the members' metrics.k8s.io.
+metrics_server = true
