@@ -45,12 +45,20 @@ same() { # same PID COMMAND...: PID's command line ends with COMMAND... (NUL-sep
   return $r
 }
 
-stop() { # stop NAME: TERM to the pid in NAME's pid file, then up to 30 s for it to exit
+stop() { # stop NAME: TERM to the pid in NAME's pid file, then up to 60 s for it and its
+  # children to exit: a supervisor exits at once, but the API server it ends holds its port
+  # for seconds more, and the new one would fail to bind until it is gone
   p=$(cat "$R/$1.pid")
   echo "$1 (pid $p) runs with other arguments: stopping it to start it with these"
+  kids=$(pgrep -P "$p" || true)
   kill "$p" 2>/dev/null || true
   i=0
-  while kill -0 "$p" 2>/dev/null && [ "$i" -lt 60 ]; do i=$((i + 1)); sleep 0.5; done
+  while [ "$i" -lt 120 ]; do
+    alive=
+    for q in $p $kids; do kill -0 "$q" 2>/dev/null && alive=$q; done
+    [ -n "$alive" ] || break
+    i=$((i + 1)); sleep 0.5
+  done
   rm -f "$R/$1.pid"
 }
 
