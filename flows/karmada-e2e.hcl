@@ -10,9 +10,10 @@
 #
 # Like the lab's other images, these are built here from Debian's packages: nginx is the
 # lab's nginx (Debian's nginx-light) with a start-up line on its output as the real image's
-# entrypoint prints one (karmadactl logs specs want a log), busybox and alpine the lab's
-# Debian stand-in with sh, perl Debian's perl (5.36, with the newer Math::BigInt of its
-# own package, whose bignum computes the suite's Job). The tags are the suite's, not the contents' versions.
+# entrypoint prints one (karmadactl logs specs want a log), busybox the lab's Debian
+# stand-in with sh, alpine that with curl (FederatedHPA's load), perl Debian's perl (5.36,
+# with the newer Math::BigInt of its own package, whose bignum computes the suite's Job).
+# The tags are the suite's, not the contents' versions.
 
 variable "registry_port" {
   type        = number
@@ -40,7 +41,6 @@ locals {
     "library/nginx:latest"   = "library/nginx:1.19.0"
     "library/busybox:1.36.0" = "alpine:3.21.0"
     "library/busybox:latest" = "alpine:3.21.0"
-    "library/alpine:3.19.1"  = "alpine:3.21.0"
   }
   root = "${path.flow}/.."
 }
@@ -60,6 +60,25 @@ task "image_build" "perl" {
   cmd      = ["perl"]
   labels   = { "org.flowdev.lab.stand-in" = "Debian bookworm's perl, not perl:5.34.0" }
   push     = "${local.registry}/library/perl:5.34.0"
+  insecure = true
+  timeout  = "10m"
+}
+
+# FederatedHPA's pressure Job runs `apk add curl; while ...; do curl ...` in alpine:3.19.1:
+# the apk fails (its output says so) and the loop goes on, so the stand-in needs sh and curl.
+task "exec" "curl_rootfs" {
+  description = "A Debian root file system with curl (cached by package list), gzipped into .lab/images."
+  command     = ["bash", "scripts/image-rootfs.sh", "curl", "ca-certificates", "curl"]
+  dir         = local.root
+  timeout     = "20m"
+}
+
+task "image_build" "alpine" {
+  layers   = [{ tarball = exec.curl_rootfs.stdout }]
+  env      = { PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
+  cmd      = ["/bin/sh"]
+  labels   = { "org.flowdev.lab.stand-in" = "Debian bookworm minbase with curl, not Alpine (no apk)" }
+  push     = "${local.registry}/library/alpine:3.19.1"
   insecure = true
   timeout  = "10m"
 }
@@ -95,7 +114,7 @@ output "suite" {
 }
 
 output "images" {
-  value = concat([image_build.perl.reference, image_build.nginx.reference], [for c in image_mirror.copy : values(c.images)[0]])
+  value = concat([image_build.perl.reference, image_build.nginx.reference, image_build.alpine.reference], [for c in image_mirror.copy : values(c.images)[0]])
 }
 
 # --- the resource interpreter webhook example --------------------------------------------
