@@ -43,7 +43,8 @@ PORT=8443
 REMOTE=lab-cluster
 IMAGES=${LAB_CLUSTER_IMAGES-flow-lab-busybox} # set and empty: none
 CLIENT=${LXD_CONF:-$HOME/.config/lxc}
-CLOSED_PORT=http://127.0.0.1:9
+# shellcheck source=lxd-daemon.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lxd-daemon.sh"
 
 fail() { echo "lab-cluster: $*" >&2; exit 1; }
 
@@ -83,16 +84,7 @@ spawn() {
   mkdir -p "$d"
   chmod 0711 "$HOME_C" "$HOME_C/$n" "$d"
   echo "lab-cluster: starting member $n with LXD_DIR=$d (log: $HOME_C/$n/lxd.log)"
-  (
-    for fd in /proc/self/fd/*; do # no descriptor of the caller's (a lock) outlives us
-      fd=${fd##*/}
-      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
-    done
-    exec env -u LXD_SOCKET LXD_DIR="$d" HTTPS_PROXY=$CLOSED_PORT HTTP_PROXY=$CLOSED_PORT \
-      https_proxy=$CLOSED_PORT http_proxy=$CLOSED_PORT \
-      setsid lxd --group lxd --logfile "$HOME_C/$n/lxd.log" </dev/null >>"$HOME_C/$n/lxd.log.out" 2>&1
-  ) &
-  echo $! >"$HOME_C/$n/lxd.pid"
+  start_lxd_daemon "$d" "$HOME_C/$n/lxd.log" "$HOME_C/$n/lxd.pid"
 }
 
 wait_member() {

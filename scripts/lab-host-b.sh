@@ -29,7 +29,8 @@ export LXD_DIR_B=$HOME_B/lxd
 CLIENT=$HOME_B/client
 PIDFILE=$HOME_B/lxd.pid
 LOG=$HOME_B/lxd.log
-CLOSED_PORT=http://127.0.0.1:9
+# shellcheck source=lxd-daemon.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lxd-daemon.sh"
 
 fail() { echo "lab-host-b: $*" >&2; exit 1; }
 # a command against host B's unix socket; LXD_SOCKET, which lxc and lxd prefer to
@@ -58,16 +59,7 @@ start_daemon() {
   mkdir -p "$LXD_DIR_B" "$CLIENT"
   chmod 0711 "$HOME_B" "$LXD_DIR_B"
   echo "lab-host-b: starting lxd with LXD_DIR=$LXD_DIR_B (log: $LOG)"
-  (
-    for fd in /proc/self/fd/*; do # no descriptor of the caller's (a lock) outlives us
-      fd=${fd##*/}
-      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
-    done
-    exec env -u LXD_SOCKET LXD_DIR="$LXD_DIR_B" HTTPS_PROXY=$CLOSED_PORT HTTP_PROXY=$CLOSED_PORT \
-      https_proxy=$CLOSED_PORT http_proxy=$CLOSED_PORT \
-      setsid lxd --group lxd --logfile "$LOG" </dev/null >>"$LOG.out" 2>&1
-  ) &
-  echo $! >"$PIDFILE"
+  start_lxd_daemon "$LXD_DIR_B" "$LOG" "$PIDFILE"
   onb lxd waitready --timeout 60 || fail "host B's lxd did not become ready; see $LOG"
 }
 
