@@ -135,21 +135,33 @@ YAML
 # trust_client makes the cluster trust the user's lxc client with a single-use trust
 # token (lxc remote add REMOTE TOKEN). After `lxc cluster enable` the first member
 # serves a new certificate (the cluster's), so this must come after it: a remote
-# pinned before fails with x509 errors.
+# pinned before fails with x509 errors. A client the cluster trusts already (its remote
+# removed, or not answering yet when the cluster had just started) gets the remote
+# alone: a token would be refused with "Client is already trusted".
 trust_client() {
-  local c1=$1 token
+  local c1=$1 token fp
   if client lxc info "$REMOTE:" 2>/dev/null | grep -q '^auth: trusted'; then return 0; fi
   client lxc remote remove "$REMOTE" >/dev/null 2>&1 || true
+  if fp=$(client_fingerprint) && on "$c1" lxc query "/1.0/certificates/$fp" >/dev/null 2>&1; then
+    client lxc remote add "$REMOTE" "https://$(address "$c1")" --accept-certificate >/dev/null
+    return
+  fi
   token=$(on "$c1" lxc config trust add --name "flow-lab-cluster-client" --quiet)
   client lxc remote add "$REMOTE" "$token" >/dev/null
+}
+
+# client_fingerprint prints the SHA-256 fingerprint of the user's lxc client
+# certificate, as LXD names trusted certificates; it fails when there is none yet.
+client_fingerprint() {
+  [ -f "$CLIENT/client.crt" ] || return 1
+  openssl x509 -in "$CLIENT/client.crt" -noout -fingerprint -sha256 | cut -d= -f2 | tr -d : | tr 'A-F' 'a-f'
 }
 
 # untrust_client removes the client's certificate from the cluster's trust store and
 # the remote from the client.
 untrust_client() {
   local n fp
-  if [ -f "$CLIENT/client.crt" ] && n=$(anyone); then
-    fp=$(openssl x509 -in "$CLIENT/client.crt" -noout -fingerprint -sha256 | cut -d= -f2 | tr -d : | tr 'A-F' 'a-f')
+  if fp=$(client_fingerprint) && n=$(anyone); then
     on "$n" lxc config trust remove "$fp" >/dev/null 2>&1 || true
   fi
   [ "$(client lxc remote get-default 2>/dev/null)" = "$REMOTE" ] && client lxc remote switch local
