@@ -94,11 +94,26 @@ func (i *Init) removeHalfDone(ctx context.Context, env *tasks.Env, bin binary, p
 	}
 	fmt.Fprintf(env.Stdout, "karmadactl init: half-done (%s); removing it and installing again\n", what)
 	args := append([]string{"deinit", "--force"}, deinitFlags.args(i)...)
-	if _, _, err := bin.run(ctx, env, args, env.Stdout, env.Stderr); err != nil {
-		return fmt.Errorf("karmadactl deinit in namespace %q before init: %w", ns, err)
+	for try := 1; ; try++ {
+		stdout, stderr, err := bin.run(ctx, env, args, env.Stdout, env.Stderr)
+		if err == nil {
+			break
+		}
+		if try >= deinitTries || ctx.Err() != nil || !strings.Contains(stdout+stderr, objectModified) {
+			return fmt.Errorf("karmadactl deinit in namespace %q before init: %w", ns, err)
+		}
+		fmt.Fprintf(env.Stdout, "karmadactl deinit lost a race on an object (Conflict); running it again (%d of %d)\n", try+1, deinitTries)
 	}
 	return i.removeEtcdData(env)
 }
+
+// deinit updates the host Node's labels, which the kubelet keeps updating too, with
+// no retry of its own: a Conflict (objectModified) fails it halfway. deinit only
+// removes, so it is run again, up to deinitTries times.
+const (
+	deinitTries    = 3
+	objectModified = "the object has been modified; please apply your changes to the latest version"
+)
 
 // removeEtcdData removes etcd's data of a hostPath etcd, the member directory
 // (etcd's own layout: DIR/member/snap and DIR/member/wal) in etcd_data on this

@@ -235,13 +235,18 @@ func (s servers) testInitDeinit(t *testing.T) {
 		deinitFails bool   //
 		want        string // subcommands run, in order
 		printed     string
+		deinit      string // the fake deinit's shell lines; "" succeeds, or fails when deinitFails
 	}{
-		{"fresh host", "kinit-fresh", false, 1, false, nil, false, "version init", "installing"},
-		{"namespace left over", "kinit-left", true, 1, false, nil, false, "version deinit init", "karmadactl init: half-done (no kubeconfig "},
-		{"retry", "kinit-retry", true, 2, true, nil, false, "version deinit init", "karmadactl init: half-done (karmada API server https://127.0.0.1:1 not ready: "},
-		{"retry without namespace", "kinit-retry-none", false, 3, false, nil, false, "version init", "attempt 3, but the host has no namespace kinit-retry-none; nothing to remove"},
-		{"deinit_first false", "kinit-keep", true, 2, false, &no, false, "version init", "deinit_first is false, so installing over it"},
-		{"deinit fails", "kinit-fail", true, 1, false, nil, true, "version deinit", ""},
+		{"fresh host", "kinit-fresh", false, 1, false, nil, false, "version init", "installing", ""},
+		{"namespace left over", "kinit-left", true, 1, false, nil, false, "version deinit init", "karmadactl init: half-done (no kubeconfig ", ""},
+		{"retry", "kinit-retry", true, 2, true, nil, false, "version deinit init", "karmadactl init: half-done (karmada API server https://127.0.0.1:1 not ready: ", ""},
+		{"retry without namespace", "kinit-retry-none", false, 3, false, nil, false, "version init", "attempt 3, but the host has no namespace kinit-retry-none; nothing to remove", ""},
+		{"deinit_first false", "kinit-keep", true, 2, false, &no, false, "version init", "deinit_first is false, so installing over it", ""},
+		{"deinit fails", "kinit-fail", true, 1, false, nil, true, "version deinit", "", ""},
+		// deinit updates the Node's labels, which the kubelet keeps updating too.
+		{"deinit loses a race on the node", "kinit-race", true, 1, false, nil, false, "version deinit deinit init",
+			"karmadactl deinit lost a race on an object (Conflict); running it again (2 of 3)", `if [ -e "$0.raced" ]; then echo deinit done; else : >"$0.raced"
+echo 'Error from server (Conflict): Operation cannot be fulfilled on nodes "karmada-host": the object has been modified; please apply your changes to the latest version and try again' >&2; exit 1; fi`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,6 +257,9 @@ func (s servers) testInitDeinit(t *testing.T) {
 				}
 			}
 			deinit := "echo deinit done"
+			if c.deinit != "" {
+				deinit = c.deinit
+			}
 			if c.deinitFails {
 				deinit = "echo 'error: boom' >&2; exit 1"
 			}
