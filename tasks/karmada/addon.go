@@ -1,6 +1,7 @@
 package karmada
 
 import (
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -105,12 +106,7 @@ func (a *Addon) Validate() error {
 		return err
 	}
 	if _, ok := addonImageFlags[a.Addon]; !ok {
-		names := make([]string, 0, len(addonImageFlags))
-		for n := range addonImageFlags {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return attrErr("addon", "%q is not an addon karmadactl enables; one of %s", a.Addon, strings.Join(names, ", "))
+		return attrErr("addon", "%q is not an addon karmadactl enables; one of %s", a.Addon, strings.Join(slices.Sorted(maps.Keys(addonImageFlags)), ", "))
 	}
 	perMember := a.Addon == estimatorAddon
 	switch {

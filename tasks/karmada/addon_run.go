@@ -48,8 +48,12 @@ func (a *Addon) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) 
 		if err := a.enable(ctx, env); err != nil {
 			return nil, err
 		}
+		// enable made or rewrote the Deployment: read what it left.
+		if obj, err = getDeployment(ctx, env, deployments, a.deployment()); err != nil {
+			return nil, fmt.Errorf("enable %s: %w", a.Addon, err)
+		}
 	}
-	gen, err := a.ensureForwarder(ctx, env, deployments)
+	gen, err := a.ensureForwarder(ctx, env, deployments, obj)
 	if err != nil {
 		return nil, fmt.Errorf("enable %s: %w", a.Addon, err)
 	}
@@ -126,7 +130,11 @@ func (a *Addon) has(obj *unstructured.Unstructured) bool {
 		return have == nil
 	}
 	want := a.forwarder()
-	return have != nil && have["image"] == want["image"] && slices.Equal(stringList(have["command"]), want["command"].([]string))
+	if have == nil || have["image"] != want["image"] {
+		return false
+	}
+	command, _, _ := unstructured.NestedStringSlice(have, "command")
+	return slices.Equal(command, want["command"].([]string))
 }
 
 // hasImage reports whether the addon's container runs image, or any image when
@@ -151,16 +159,6 @@ func sidecar(obj *unstructured.Unstructured) map[string]any {
 	return nil
 }
 
-func stringList(v any) []string {
-	list, _ := v.([]any)
-	out := make([]string, 0, len(list))
-	for _, s := range list {
-		str, _ := s.(string)
-		out = append(out, str)
-	}
-	return out
-}
-
 // forwarder is the sidecar container of loopback_forwards: one socat per port,
 // listening on the pod's loopback only; when one exits, the container does, and
 // the kubelet restarts it.
@@ -179,14 +177,11 @@ func (a *Addon) forwarder() map[string]any {
 	}
 }
 
-// ensureForwarder adds, replaces or removes the sidecar so that the Deployment
+// ensureForwarder adds, replaces or removes the sidecar so that Deployment obj
 // has the one loopback_forwards wants, with one JSON patch that first tests the
 // containers it read. It returns the generation to wait for.
-func (a *Addon) ensureForwarder(ctx context.Context, env *tasks.Env, deployments dynamic.ResourceInterface) (int64, error) {
-	obj, err := getDeployment(ctx, env, deployments, a.deployment())
+func (a *Addon) ensureForwarder(ctx context.Context, env *tasks.Env, deployments dynamic.ResourceInterface, obj *unstructured.Unstructured) (int64, error) {
 	switch {
-	case err != nil:
-		return 0, err
 	case obj == nil:
 		return 0, fmt.Errorf("host cluster: karmadactl made no deployment %s", a.deployment())
 	case a.has(obj):
