@@ -194,7 +194,12 @@ func (c *cluster) names(ctx context.Context, gvr schema.GroupVersionResource, ns
 
 // pods are the pods of the Job named job, oldest first.
 func (c *cluster) pods(ctx context.Context, ns, job string) ([]podObject, error) {
-	list, err := c.dyn.Resource(podsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job})
+	return c.podsSelected(ctx, ns, jobNameLabel+"="+job)
+}
+
+// podsSelected are the pods selector selects, oldest first.
+func (c *cluster) podsSelected(ctx context.Context, ns, selector string) ([]podObject, error) {
+	list, err := c.dyn.Resource(podsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
@@ -309,12 +314,28 @@ func (c *cluster) stopPods(ctx context.Context, ns, name string) {
 // (shortening the 30s the garbage collector's deletion gives them), and waits until
 // the Job and its pods are gone from c; the Job's deletion was asked for already.
 func (c *cluster) waitGone(ctx context.Context, ns, name string) error {
+	return c.waitUntilGone(ctx, ns, name, jobNameLabel+"="+name)
+}
+
+// waitPodsGone deletes the pods selector selects, giving each stopGrace seconds, and
+// waits until they are gone from c: the pods of Jobs that are gone already.
+func (c *cluster) waitPodsGone(ctx context.Context, ns, selector string) error {
+	return c.waitUntilGone(ctx, ns, "", selector)
+}
+
+// waitUntilGone deletes the pods selector selects, each once, and waits until they and
+// the Job named job (none when job is "") are gone from c.
+func (c *cluster) waitUntilGone(ctx context.Context, ns, job, selector string) error {
 	grace := int64(stopGrace)
 	asked := map[string]bool{}
 	for {
-		_, jerr := c.getJob(ctx, ns, name)
-		pods, err := c.pods(ctx, ns, name)
-		if apierrors.IsNotFound(jerr) && err == nil && len(pods) == 0 {
+		jobGone := true
+		if job != "" {
+			_, jerr := c.getJob(ctx, ns, job)
+			jobGone = apierrors.IsNotFound(jerr)
+		}
+		pods, err := c.podsSelected(ctx, ns, selector)
+		if jobGone && err == nil && len(pods) == 0 {
 			return nil
 		}
 		for _, p := range pods {
@@ -325,7 +346,10 @@ func (c *cluster) waitGone(ctx context.Context, ns, name string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%swait until Job %s/%s is gone: %w", c.prefix(), ns, name, ctx.Err())
+			if job == "" {
+				return fmt.Errorf("%swait until the pods %s in %s are gone: %w", c.prefix(), selector, ns, ctx.Err())
+			}
+			return fmt.Errorf("%swait until Job %s/%s is gone: %w", c.prefix(), ns, job, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -75,7 +75,8 @@ func (j *Job) Destroy(ctx context.Context, env *tasks.Env, recorded tasks.Output
 }
 
 // deleteLabelled deletes the instance's Jobs and Secrets in c, waiting until the
-// Jobs' pods are gone.
+// Jobs' pods are gone: those of a Job gone already too (Karmada deletes a member's
+// Job without waiting for its pods).
 func (j *Job) deleteLabelled(ctx context.Context, env *tasks.Env, c *cluster) error {
 	ns, sel := j.namespace(), labelInstance+"="+instanceKey(env)
 	jobs, err := c.names(ctx, jobsResource, ns, sel)
@@ -86,7 +87,11 @@ func (j *Job) deleteLabelled(ctx context.Context, env *tasks.Env, c *cluster) er
 	if err != nil {
 		return fmt.Errorf("list the step's Secrets in %s: %w", ns, err)
 	}
-	if len(jobs) == 0 && len(secrets) == 0 {
+	pods, err := c.podsSelected(ctx, ns, sel)
+	if err != nil {
+		return fmt.Errorf("list the step's pods in %s: %w", ns, err)
+	}
+	if len(jobs) == 0 && len(secrets) == 0 && len(pods) == 0 {
 		c.say("no Job of this step is left in %s", ns)
 		return nil
 	}
@@ -104,6 +109,12 @@ func (j *Job) deleteLabelled(ctx context.Context, env *tasks.Env, c *cluster) er
 			return err
 		}
 		c.say("deleted Job %s/%s and its pods", ns, name)
+	}
+	if err := c.waitPodsGone(ctx, ns, sel); err != nil {
+		return err
+	}
+	if len(jobs) == 0 && len(pods) > 0 {
+		c.say("deleted %d pod(s) of the step's deleted Jobs in %s", len(pods), ns)
 	}
 	return nil
 }

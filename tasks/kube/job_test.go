@@ -118,6 +118,7 @@ func TestJobAPIServer(t *testing.T) {
 		{"a reported failure starts again (kubelet played by the test)", testJobRetry},
 		{"Ctrl-C deletes the Job and its pods", testJobInterrupted},
 		{"destroy and probe", testJobDestroyProbe},
+		{"destroy deletes the pods of a Job gone already", testJobDestroyOrphanPods},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, s, cs) })
 	}
@@ -481,6 +482,31 @@ func testJobDestroyProbe(t *testing.T, s *kubetest.Server, cs *kubernetes.Client
 	}
 	if err := j.Destroy(t.Context(), env, out); err != nil { // again: nothing left
 		t.Errorf("a second Destroy() = %v", err)
+	}
+}
+
+// testJobDestroyOrphanPods: Karmada deletes a member's Job without waiting for its
+// pods, so destroy can find a member with the step's pods and no Job.
+func testJobDestroyOrphanPods(t *testing.T, s *kubetest.Server, cs *kubernetes.Clientset) {
+	j := newJob(t, s, cs)
+	mustValidate(t, j)
+	env, buf := jobEnv(t, "k8s_job.orphans")
+	name := j.jobName(env)
+	labels := j.labels(env, name)
+	labels[jobNameLabel] = name
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-x1", Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName, Image: "busybox"}}}}
+	if _, err := cs.CoreV1().Pods(j.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Destroy(t.Context(), env, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pods, err := typedPods(t.Context(), cs, j.Namespace, name); err != nil || len(pods) != 0 {
+		t.Errorf("pods after destroy: %d (%v), want none; printed:\n%s", len(pods), err, buf)
+	}
+	if !strings.Contains(buf.String(), "deleted 1 pod(s) of the step's deleted Jobs") {
+		t.Errorf("printed:\n%s\nwant it to say the pod was deleted", buf)
 	}
 }
 
