@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo-jobs demo-jobs-teardown bench-jobs soak karmada-e2e karmada-e2e-ci all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: demo-jobs demo-jobs-teardown bench-jobs soak karmada-e2e karmada-e2e-ci all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-cluster demo-cluster-resume demo-cluster-teardown demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -165,6 +165,26 @@ demo-2host-teardown: build
 # The doctor on the two-host lab: each cluster checked on its own host.
 demo-2host-doctor: build
 	./$(BIN) run flows/lab-doctor.hcl --new --state .flow/lab-doctor-2host.db $(DEMO2_VARS)
+
+# The same lab on an LXD cluster (flows/k8s-lab/hosts.hcl, lxd_remote): the three members of
+# scripts/lab-cluster.sh (c1, c2, c3 on 127.0.0.3, .4 and .5, one cluster, one remote),
+# each cluster of the lab placed on a member by target, the registries by LXD's scheduler,
+# every proxy device on the address of the member its instance runs on. The flow imports
+# the lab's images into the cluster itself. `make demo-cluster-teardown` leaves nothing of
+# the lab on any member (the cluster runs on: scripts/lab-cluster.sh stop). It cannot run
+# beside `make demo`: the same instance names, and one kernel's cgroups.
+DEMOC_STATE := .flow/k8s-lab-cluster.db
+DEMOC_VARS  := --var-file flows/k8s-lab/vars/lxd-cluster.hcl
+LAB_CLUSTER := LXD_CONF=/var/lib/flow-lab-cluster/client LAB_CLUSTER_IMAGES= bash scripts/lab-cluster.sh
+demo-cluster: build lab-setup
+	$(LAB_CLUSTER) start
+	./$(BIN) run flows/k8s-lab --new --state $(DEMOC_STATE) $(DEMOC_VARS)
+
+demo-cluster-resume: build
+	./$(BIN) resume --state $(DEMOC_STATE)
+
+demo-cluster-teardown: build
+	./$(BIN) destroy --state $(DEMOC_STATE) --auto-approve
 
 # The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
 # one line per problem, per cluster, each with the command that repairs it; exits 1 unless

@@ -43,8 +43,6 @@ variable "image_prometheus_tag" {
 }
 
 locals {
-  image_upstream = "127.0.0.1:${var.upstream_port}"
-
   # Debian root file systems (bookworm, minbase), one per package list, cached by it.
   image_rootfs = {
     etcd       = ["ca-certificates", "etcd-client", "etcd-server"]
@@ -152,7 +150,7 @@ task "image_build" "image_debian" {
   layers     = [{ tarball = exec.image_rootfs_base.stdout }]
   env        = local.image_path_env
   cmd        = ["bash"]
-  push       = "${local.image_upstream}/${local.image_path.debian}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.debian}"
   insecure   = true
   timeout    = "10m"
   depends_on = [module.registries]
@@ -162,14 +160,14 @@ task "image_build" "image_alpine" {
   base     = image_build.image_debian.reference
   cmd      = ["/bin/sh"]
   labels   = { "org.flowdev.lab.stand-in" = "Debian bookworm minbase (sh, coreutils), not Alpine" }
-  push     = "${local.image_upstream}/${local.image_path.alpine}"
+  push     = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.alpine}"
   insecure = true
 }
 
 task "image_build" "image_pause" {
   layers     = [{ source = exec.image_pause.stdout, destination = "/pause", mode = "0755" }]
   entrypoint = ["/pause"]
-  push       = "${local.image_upstream}/${local.image_path.pause}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.pause}"
   insecure   = true
   depends_on = [module.registries]
 }
@@ -182,7 +180,7 @@ task "image_build" "image_etcd" {
   env           = local.image_path_env
   cmd           = ["/usr/local/bin/etcd"]
   exposed_ports = ["2379", "2380"]
-  push          = "${local.image_upstream}/${local.image_path.etcd}"
+  push          = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.etcd}"
   insecure      = true
   timeout       = "10m"
   depends_on    = [module.registries]
@@ -193,7 +191,7 @@ task "image_build" "image_kube" {
   base       = image_build.image_debian.reference
   layers     = [{ source = exec.kube_bin[each.key].stdout, destination = "/usr/local/bin/${each.key}", mode = "0755" }]
   entrypoint = ["/usr/local/bin/${each.key}"]
-  push       = "${local.image_upstream}/${each.value}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${each.value}"
   insecure   = true
   timeout    = "10m"
 }
@@ -207,7 +205,7 @@ task "image_build" "image_kube_proxy" {
   ]
   env        = local.image_path_env
   entrypoint = ["/usr/local/bin/kube-proxy"]
-  push       = "${local.image_upstream}/${local.image_path.kube_proxy}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.kube_proxy}"
   insecure   = true
   timeout    = "10m"
   depends_on = [module.registries]
@@ -220,7 +218,7 @@ task "image_build" "image_karmada" {
   base       = image_build.image_debian.reference
   layers     = [{ source = exec.karmada_bin[each.key].stdout, destination = "/usr/bin/${each.key}", mode = "0755" }]
   entrypoint = ["/bin/${each.key}"]
-  push       = "${local.image_upstream}/${each.value}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${each.value}"
   insecure   = true
   timeout    = "10m"
 }
@@ -230,7 +228,7 @@ task "image_build" "image_coredns" {
   layers        = [{ source = exec.coredns_bin.stdout, destination = "/coredns", mode = "0755" }]
   entrypoint    = ["/coredns"]
   exposed_ports = ["53/tcp", "53/udp", "9153"]
-  push          = "${local.image_upstream}/${local.image_path.coredns}"
+  push          = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.coredns}"
   insecure      = true
 }
 
@@ -242,7 +240,7 @@ task "image_build" "image_nginx" {
   env           = local.image_path_env
   cmd           = ["nginx", "-g", "daemon off;"]
   exposed_ports = ["80"]
-  push          = "${local.image_upstream}/${local.image_path.nginx}"
+  push          = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.nginx}"
   insecure      = true
   timeout       = "10m"
   depends_on    = [module.registries]
@@ -255,7 +253,7 @@ task "image_build" "image_prometheus" {
   cmd           = ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]
   workdir       = "/prometheus"
   exposed_ports = ["9090"]
-  push          = "${local.image_upstream}/${local.image_path.prometheus}"
+  push          = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.prometheus}"
   insecure      = true
   timeout       = "10m"
   depends_on    = [module.registries]
@@ -267,7 +265,7 @@ task "image_build" "image_python" {
   layers     = [{ tarball = exec.image_rootfs["python"].stdout }]
   env        = local.image_path_env
   cmd        = ["python3"]
-  push       = "${local.image_upstream}/${local.image_path.python}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.python}"
   insecure   = true
   timeout    = "10m"
   depends_on = [module.registries]
@@ -280,7 +278,7 @@ task "image_build" "image_hostpath" {
   layers     = [{ source = exec.hostpath_bin.stdout, destination = "/hostpath-provisioner", mode = "0755" }]
   entrypoint = ["/hostpath-provisioner"]
   labels     = { "org.flowdev.lab.stand-in" = "built from flows/k8s-lab/hostpath, not cdkbot's" }
-  push       = "${local.image_upstream}/${local.image_path.hostpath}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.hostpath}"
   insecure   = true
   timeout    = "10m"
 }
@@ -292,7 +290,7 @@ task "image_build" "image_socat" {
   env        = local.image_path_env
   entrypoint = ["socat"]
   labels     = { "org.flowdev.lab.stand-in" = "Debian bookworm's socat, the lab's own image" }
-  push       = "${local.image_upstream}/${local.image_path.socat}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${local.image_path.socat}"
   insecure   = true
   timeout    = "10m"
   depends_on = [module.registries]
@@ -304,7 +302,7 @@ task "image_build" "image_metrics_server" {
   base       = image_build.image_debian.reference
   layers     = [{ source = exec.metrics_server_bin[each.key].stdout, destination = "/metrics-server", mode = "0755" }]
   entrypoint = ["/metrics-server"]
-  push       = "${local.image_upstream}/${each.value}"
+  push       = "${module.registries.endpoints["lab-upstream"]}/${each.value}"
   insecure   = true
   timeout    = "10m"
 }
@@ -315,10 +313,10 @@ task "image_build" "image_metrics_server" {
 # names each one by its last path element, as karmadactl init --private-image-registry wants.
 task "image_mirror" "lab" {
   images = concat(
-    [for k, b in image_build.image_kube : "${local.image_upstream}/${local.image_kube[k]}@${b.digest}"],
-    [for k, b in image_build.image_karmada : "${local.image_upstream}/${merge(local.image_karmada, local.image_karmada_addons)[k]}@${b.digest}"],
-    [for k, b in image_build.image_socat : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
-    [for k, b in image_build.image_metrics_server : "${local.image_upstream}/${local.image_metrics_server[k]}@${b.digest}"],
+    [for k, b in image_build.image_kube : "${module.registries.endpoints["lab-upstream"]}/${local.image_kube[k]}@${b.digest}"],
+    [for k, b in image_build.image_karmada : "${module.registries.endpoints["lab-upstream"]}/${merge(local.image_karmada, local.image_karmada_addons)[k]}@${b.digest}"],
+    [for k, b in image_build.image_socat : "${module.registries.endpoints["lab-upstream"]}/${local.image_path[k]}@${b.digest}"],
+    [for k, b in image_build.image_metrics_server : "${module.registries.endpoints["lab-upstream"]}/${local.image_metrics_server[k]}@${b.digest}"],
     [for k, b in {
       debian     = image_build.image_debian
       alpine     = image_build.image_alpine
@@ -330,9 +328,9 @@ task "image_mirror" "lab" {
       prometheus = image_build.image_prometheus
       python     = image_build.image_python
       hostpath   = image_build.image_hostpath
-    } : "${local.image_upstream}/${local.image_path[k]}@${b.digest}"],
+    } : "${module.registries.endpoints["lab-upstream"]}/${local.image_path[k]}@${b.digest}"],
   )
-  registry   = "127.0.0.1:${var.registry_port}"
+  registry   = module.registries.endpoints["lab-registry"]
   naming     = "flatten"
   insecure   = true
   timeout    = "20m"
@@ -341,5 +339,5 @@ task "image_mirror" "lab" {
 
 output "images" {
   description = "Each image's upstream path and tag (docker.io/ or registry.k8s.io/ left off) => its copy in the lab registry, pinned by digest."
-  value       = { for src, dst in image_mirror.lab.images : split("@", trimprefix(src, "${local.image_upstream}/"))[0] => dst }
+  value       = { for src, dst in image_mirror.lab.images : split("@", trimprefix(src, "${module.registries.endpoints["lab-upstream"]}/"))[0] => dst }
 }

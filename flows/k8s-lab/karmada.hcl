@@ -73,6 +73,7 @@ task "exec" "karmada_etcd_dir" {
 }
 
 task "lxd_profile" "karmada_host" {
+  remote              = var.lxd_remote
   name                = "flow-karmada-host"
   profile_description = "flow Kubernetes lab host cluster: Karmada's etcd data on the host"
   devices = {
@@ -82,10 +83,11 @@ task "lxd_profile" "karmada_host" {
 }
 
 task "proxy_device" "karmada_api" {
-  description = "This machine's 127.0.0.1:32443 to the Karmada API server's NodePort in the host cluster."
+  description = "This machine's 127.0.0.1:32443 (the host cluster's address) to the Karmada API server's NodePort in the host cluster."
+  remote      = local.remote_of[var.host_cluster]
   instance    = lxd_launch.member[var.host_cluster].name
   name        = "karmada-api"
-  listen      = "tcp:127.0.0.1:${var.karmada_port}"
+  listen      = "tcp:${local.karmada_address}:${var.karmada_port}"
   connect     = "tcp:${local.bridge}:${var.karmada_port}"
   depends_on  = [lxd_exec.member_up[var.host_cluster]]
 }
@@ -93,6 +95,7 @@ task "proxy_device" "karmada_api" {
 task "proxy_device" "to_member" {
   for_each    = var.members
   description = "A member's API server for Karmada, at the member's one endpoint: ADDRESS:PORT on the host cluster node (any of its addresses) to the same on this machine."
+  remote      = local.remote_of[var.host_cluster]
   instance    = lxd_launch.member[var.host_cluster].name
   name        = "to-${each.key}"
   bind        = "instance"
@@ -108,7 +111,7 @@ task "proxy_device" "to_karmada" {
   name        = "to-karmada"
   bind        = "instance"
   listen      = "tcp:0.0.0.0:${var.karmada_port}"
-  connect     = "tcp:${local.host_a}:${var.karmada_port}"
+  connect     = "tcp:${local.karmada_address}:${var.karmada_port}"
 }
 
 module "karmada" {
@@ -121,7 +124,7 @@ module "karmada" {
   registry           = "localhost:${var.registry_port}"
   kube_image_tag     = var.kube_version
   crds               = exec.karmada_bin["karmada-crds"].stdout
-  advertise_address  = "127.0.0.1"
+  advertise_address  = local.karmada_address
   cert_external_ip   = [local.bridge]
   internet_ip_lookup = false
   # The components that dial members, on the node's network: see the top of this file.

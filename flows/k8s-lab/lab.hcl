@@ -85,8 +85,8 @@ task "exec" "config_dir" {
 
 task "preflight" "lab" {
   description      = "Before anything is created: LXD, nesting and privileged containers, the host ports (free or already the lab's), disk and memory."
-  ports            = local.ports_on_a
-  remotes          = var.remotes # each other host answers and trusts this one (hosts.hcl)
+  ports            = var.lxd_remote == null ? local.ports_on_a : []                           # else bound on the cluster's members
+  remotes          = merge(var.remotes, var.lxd_remote == null ? {} : { a = var.lxd_remote }) # each answers and trusts this machine (hosts.hcl)
   instances        = concat(keys(local.clusters), keys(local.registries))
   privileged       = true
   min_free_disk_mb = 8192

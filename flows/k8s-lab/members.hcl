@@ -24,6 +24,7 @@ task "exec" "member_image" {
 # A rebuilt image (a new binary, package list or init) moves the alias; running members
 # keep the image they were created from until they are recreated.
 task "lxd_image_import" "member" {
+  remote     = var.lxd_remote
   file       = "${local.root}/${exec.member_image.stdout}"
   alias      = "flow-member"
   recreate   = true
@@ -35,6 +36,7 @@ task "lxd_image_import" "member" {
 # What MicroK8s's LXD profile grants: a privileged, nesting container with every device and
 # read-write /proc and /sys, so containerd, runc and the kubelet work inside. No NIC.
 task "lxd_profile" "member" {
+  remote              = var.lxd_remote
   depends_on          = [exec.config_dir]
   name                = "flow-member"
   profile_description = "flow Kubernetes lab member: privileged, nesting, no network device"
@@ -48,6 +50,7 @@ task "lxd_profile" "member" {
 task "lxd_launch" "member" {
   for_each   = local.clusters
   remote     = local.remote_of[each.key]
+  target     = local.target_of[each.key]
   name       = each.key
   image      = lxd_image_import.member.alias
   profiles   = each.key == var.host_cluster ? ["default", lxd_profile.member.name, lxd_profile.karmada_host.name] : ["default", lxd_profile.member.name]
@@ -90,7 +93,7 @@ task "proxy_device" "member_registry" {
   name     = "registry"
   bind     = "instance"
   listen   = "tcp:127.0.0.1:32000"
-  connect  = "tcp:${local.host_a}:${var.registry_port}"
+  connect  = "tcp:${module.registries.endpoints["lab-registry"]}"
 }
 
 task "lxd_exec" "member_up" {

@@ -14,6 +14,7 @@ task "exec" "busybox_image" {
 }
 
 task "lxd_image_import" "busybox" {
+  remote     = var.lxd_remote
   file       = "${local.root}/${exec.busybox_image.stdout}"
   alias      = "flow-lab-busybox"
   depends_on = [preflight.lab]
@@ -22,6 +23,7 @@ task "lxd_image_import" "busybox" {
 }
 
 task "lxd_profile" "registry" {
+  remote              = var.lxd_remote
   depends_on          = [preflight.lab]
   name                = "flow-lab-registry"
   profile_description = "flow lab registry: a small container without a network device"
@@ -34,5 +36,7 @@ module "registries" {
   registries = local.registries
   image      = lxd_image_import.busybox.alias
   profiles   = ["default", lxd_profile.registry.name]
+  remote     = var.lxd_remote
+  addresses  = var.member_addresses
   depends_on = [exec.host_packages] # docker-registry, staged into the containers
 }

@@ -1,7 +1,8 @@
 # modules/lab-registries — the local labs' image registries: Debian's docker-registry with
 # the glibc pieces it needs (flows/local-lab/stage-registry.sh), pushed into small
-# containers that have no network device and forwarded from the host's 127.0.0.1, one per
-# entry of registries. Used by flows/local-lab.hcl and flows/k8s-lab.
+# containers that have no network device and forwarded from the host's 127.0.0.1 (on an
+# LXD cluster, the address of the member each runs on), one per entry of registries.
+# Used by flows/local-lab.hcl and flows/k8s-lab.
 #
 #   module "registries" {
 #     source     = "./modules/lab-registries"
@@ -18,7 +19,19 @@ variable "root" {
 
 variable "registries" {
   type        = map(number)
-  description = "Container name => host port on 127.0.0.1 forwarded to its registry."
+  description = "Container name => host port forwarded to its registry."
+}
+
+variable "remote" {
+  type        = map(string)
+  default     = null
+  description = "The LXD remote the containers run on (the remote map of the lxd tasks); null, this machine's daemon. On an LXD cluster, LXD's scheduler places them."
+}
+
+variable "addresses" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: each cluster member's address, by member name; a registry's proxy device listens on the address of the member its container runs on. A member not named, or a server that is no cluster: 127.0.0.1."
 }
 
 variable "image" {
@@ -39,6 +52,7 @@ task "exec" "stage" {
 
 task "lxd_launch" "registry" {
   for_each = var.registries
+  remote   = var.remote
   name     = each.key
   image    = var.image
   profiles = var.profiles
@@ -47,6 +61,7 @@ task "lxd_launch" "registry" {
 
 task "lxd_file_push" "registry" {
   for_each    = var.registries
+  remote      = var.remote
   instance    = lxd_launch.registry[each.key].name
   source      = "${var.root}/${exec.stage.stdout}"
   destination = "/opt/registry"
@@ -56,6 +71,7 @@ task "lxd_file_push" "registry" {
 
 task "lxd_exec" "start" {
   for_each = var.registries
+  remote   = var.remote
   instance = lxd_launch.registry[each.key].name
   script   = <<-EOT
     cd ${lxd_file_push.registry[each.key].destination}
@@ -68,9 +84,10 @@ task "lxd_exec" "start" {
 
 task "proxy_device" "registry" {
   for_each   = var.registries
+  remote     = var.remote
   instance   = lxd_launch.registry[each.key].name
   name       = "registry"
-  listen     = "tcp:127.0.0.1:${each.value}"
+  listen     = "tcp:${lookup(var.addresses, lxd_launch.registry[each.key].location, "127.0.0.1")}:${each.value}"
   connect    = "tcp:127.0.0.1:5000"
   depends_on = [lxd_exec.start[each.key]]
 }
@@ -80,6 +97,11 @@ task "wait_ready" "registry" {
   kind         = "http"
   url          = "http://${proxy_device.registry[each.key].address}/v2/"
   wait_timeout = "1m"
+}
+
+output "endpoints" {
+  description = "Each registry's ADDRESS:PORT on the host, where its proxy device listens."
+  value       = { for name, p in proxy_device.registry : name => p.address }
 }
 
 output "urls" {
