@@ -49,7 +49,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lxd-daemon.sh"
 fail() { echo "lab-cluster: $*" >&2; exit 1; }
 
 names() { local m; for m in $MEMBERS; do echo "${m%%=*}"; done; }
-first() { names | head -n 1; }
+# Under pipefail a reader that stops early (head, grep -q) fails the pipeline with the
+# writer's SIGPIPE: the readers here read everything.
+first() { local m; for m in $MEMBERS; do echo "${m%%=*}"; return; done; }
 address() { # address NAME prints HOST:PORT
   local m
   for m in $MEMBERS; do [ "${m%%=*}" = "$1" ] && { echo "${m#*=}:$PORT"; return; }; done
@@ -71,7 +73,7 @@ ours() {
   local n=$1 pid=$2
   [ -n "$pid" ] && [ -r "/proc/$pid/environ" ] || return 1
   [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$(command -v lxd)")" ] || return 1
-  tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "LXD_DIR=$(dir "$n")"
+  tr '\0' '\n' <"/proc/$pid/environ" | grep -x "LXD_DIR=$(dir "$n")" >/dev/null
 }
 
 # spawn starts member n's daemon in the background; wait_member waits until it answers.
@@ -109,7 +111,7 @@ YAML
 }
 
 # member_of reports whether n is a member of the cluster that member c1 sees.
-member_of() { on "$2" lxc cluster list -f csv 2>/dev/null | cut -d, -f1 | grep -qx "$1"; }
+member_of() { on "$2" lxc cluster list -f csv 2>/dev/null | cut -d, -f1 | grep -x "$1" >/dev/null; }
 
 # join makes a fresh member n join the cluster of member c1 with a single-use join
 # token, by preseed, as a real machine joins.
@@ -140,7 +142,7 @@ YAML
 # alone: a token would be refused with "Client is already trusted".
 trust_client() {
   local c1=$1 token fp
-  if client lxc info "$REMOTE:" 2>/dev/null | grep -q '^auth: trusted'; then return 0; fi
+  if client lxc info "$REMOTE:" 2>/dev/null | grep '^auth: trusted' >/dev/null; then return 0; fi
   client lxc remote remove "$REMOTE" >/dev/null 2>&1 || true
   if fp=$(client_fingerprint) && on "$c1" lxc query "/1.0/certificates/$fp" >/dev/null 2>&1; then
     client lxc remote add "$REMOTE" "https://$(address "$c1")" --accept-certificate >/dev/null

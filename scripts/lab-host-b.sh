@@ -45,7 +45,7 @@ ours() {
   local pid=$1
   [ -n "$pid" ] && [ -r "/proc/$pid/environ" ] || return 1
   [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$(command -v lxd)")" ] || return 1
-  tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "LXD_DIR=$LXD_DIR_B"
+  tr '\0' '\n' <"/proc/$pid/environ" | grep -x "LXD_DIR=$LXD_DIR_B" >/dev/null
 }
 
 start_daemon() {
@@ -80,7 +80,7 @@ YAML
 # trust_client makes host B trust the client configuration's certificate with a
 # single-use trust token, as for a real machine (lxc remote add REMOTE TOKEN).
 trust_client() {
-  if client lxc info "$REMOTE:" 2>/dev/null | grep -q '^auth: trusted'; then return 0; fi
+  if client lxc info "$REMOTE:" 2>/dev/null | grep '^auth: trusted' >/dev/null; then return 0; fi
   client lxc remote remove "$REMOTE" >/dev/null 2>&1 || true
   local token
   token=$(onb lxc config trust add --name "flow-host-b-client" --quiet)

@@ -36,11 +36,18 @@ func (c Cluster) Remote() map[string]string {
 
 // Lxc runs lxc against member c1's unix socket and returns its combined output.
 func (c Cluster) Lxc(args ...string) (string, error) {
+	return c.LxcOn(c.Members[0], args...)
+}
+
+// LxcOn runs lxc against member's own unix socket (as that machine's user would) and
+// returns its combined output.
+func (c Cluster) LxcOn(member string, args ...string) (string, error) {
+	dir := filepath.Join(ClusterHome, member, "lxd")
 	cmd := exec.Command("lxc", args...)
-	cmd.Env = append(os.Environ(), "LXD_DIR="+filepath.Join(ClusterHome, c.Members[0], "lxd"))
+	cmd.Env = append(withoutEnv(os.Environ(), "LXD_DIR", "LXD_SOCKET"), "LXD_DIR="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("LXD_DIR=%s lxc %s: %w: %s", filepath.Join(ClusterHome, c.Members[0], "lxd"), strings.Join(args, " "), err, out)
+		return string(out), fmt.Errorf("LXD_DIR=%s lxc %s: %w: %s", dir, strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
 }
@@ -53,24 +60,39 @@ var clusterOnce sync.Mutex
 // LXD is not installed, and fails it under CI.
 func StartCluster(t testing.TB) Cluster {
 	t.Helper()
+	return startCluster(t, syscall.LOCK_SH)
+}
+
+// HoldCluster is StartCluster for a test that stops members' daemons: it waits until no
+// other test uses the cluster and holds it alone (an exclusive lock) until the test
+// ends, when every member is started again. The caller must not call StartCluster too.
+func HoldCluster(t testing.TB) Cluster {
+	t.Helper()
+	c := startCluster(t, syscall.LOCK_EX)
+	t.Cleanup(func() {
+		if out, err := c.StartMembers(); err != nil {
+			t.Errorf("start the lab cluster's members again: %v\n%s", err, out)
+		}
+	})
+	return c
+}
+
+func startCluster(t testing.TB, mode int) Cluster {
+	t.Helper()
 	if _, err := exec.LookPath("lxd"); err != nil {
 		if ci.Enabled() {
 			t.Fatalf("the lab cluster needs lxd (CI=%s: scripts/lab-setup.sh installs it): %v", os.Getenv("CI"), err)
 		}
 		t.Skipf("the lab cluster needs lxd (scripts/lab-setup.sh installs it): %v", err)
 	}
-	unlock := lockIn(t, ClusterHome, syscall.LOCK_SH)
+	unlock := lockIn(t, ClusterHome, mode)
 	t.Cleanup(unlock)
 	clusterOnce.Lock()
 	defer clusterOnce.Unlock()
-	client := filepath.Join(ClusterHome, "client")
-	cmd := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "lab-cluster.sh"), "start")
-	// The script's daemons are found by their LXD_DIR: a caller's LXD_DIR or
-	// LXD_SOCKET would point its checks at another daemon.
-	cmd.Env = append(withoutEnv(os.Environ(), "LXD_DIR", "LXD_SOCKET"), "LXD_CONF="+client, "LAB_CLUSTER_IMAGES="+ClusterImage)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := clusterScript("start"); err != nil {
 		t.Fatalf("start the lab cluster: %v\n%s", err, out)
 	}
+	client := filepath.Join(ClusterHome, "client")
 	return Cluster{
 		Address:    "https://127.0.0.3:8443",
 		Members:    []string{"c1", "c2", "c3"},
@@ -78,6 +100,32 @@ func StartCluster(t testing.TB) Cluster {
 		ClientKey:  filepath.Join(client, "client.key"),
 		ServerCert: filepath.Join(client, "servercerts", "lab-cluster.crt"),
 	}
+}
+
+// StartMembers starts every member whose daemon does not run (scripts/lab-cluster.sh
+// start) and waits until the cluster answers; it returns the script's output. Safe to
+// call from any goroutine.
+func (c Cluster) StartMembers() (string, error) {
+	return clusterScript("start")
+}
+
+// KillMember SIGKILLs member's daemon, as a crash would (its instances keep running, as
+// they do when LXD dies), and waits until it is gone. The caller must hold the cluster
+// alone (HoldCluster).
+func (c Cluster) KillMember(t testing.TB, member string) {
+	t.Helper()
+	killDaemon(t, "cluster member "+member, filepath.Join(ClusterHome, member, "lxd.pid"))
+}
+
+// clusterScript runs scripts/lab-cluster.sh arg with the tests' client configuration
+// and only ClusterImage brought in. The script's daemons are found by their LXD_DIR:
+// a caller's LXD_DIR or LXD_SOCKET would point its checks at another daemon.
+func clusterScript(arg string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "lab-cluster.sh"), arg)
+	cmd.Env = append(withoutEnv(os.Environ(), "LXD_DIR", "LXD_SOCKET"),
+		"LXD_CONF="+filepath.Join(ClusterHome, "client"), "LAB_CLUSTER_IMAGES="+ClusterImage)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // withoutEnv returns env without the variables named.

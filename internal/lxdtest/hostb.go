@@ -177,28 +177,35 @@ func repoRoot() string {
 // caller must hold host B (HoldHostB).
 func (h HostB) KillAndRestart(t testing.TB) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(Home, "lxd.pid"))
+	killDaemon(t, "host B", filepath.Join(Home, "lxd.pid"))
+	if out, err := script("start"); err != nil {
+		t.Fatalf("start host B again: %v\n%s", err, out)
+	}
+}
+
+// killDaemon SIGKILLs the lxd whose pid pidFile records and waits until it is gone;
+// what names it in failures.
+func killDaemon(t testing.TB, what, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
 	if err != nil {
-		t.Fatalf("host B's pid file: %v", err)
+		t.Fatalf("%s's pid file: %v", what, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
-		t.Fatalf("host B's pid file holds %q", b)
+		t.Fatalf("%s's pid file holds %q", what, b)
 	}
 	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); !strings.HasSuffix(exe, "/lxd") {
-		t.Fatalf("pid %d of host B's pid file is not lxd (%q)", pid, exe)
+		t.Fatalf("pid %d of %s's pid file is not lxd (%q)", pid, what, exe)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill host B's lxd (pid %d): %v", pid, err)
+		t.Fatalf("kill %s's lxd (pid %d): %v", what, pid, err)
 	}
 	for i := 0; running(pid); i++ {
 		if i == 100 {
-			t.Fatalf("host B's lxd (pid %d) outlived SIGKILL for 10s", pid)
+			t.Fatalf("%s's lxd (pid %d) outlived SIGKILL for 10s", what, pid)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-	if out, err := script("start"); err != nil {
-		t.Fatalf("start host B again: %v\n%s", err, out)
 	}
 }
 

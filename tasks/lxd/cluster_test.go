@@ -2,9 +2,16 @@ package lxd
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	lxdclient "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/flowdev/flow/internal/lxdtest"
@@ -108,3 +115,121 @@ func clusterLocation(t *testing.T, c lxdtest.Cluster, name string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLaunchWhileClusterMemberDown SIGKILLs the daemon of the member a launch targets:
+// the cluster refuses the create (c1 cannot reach c2), the launch retries that fault
+// and, the member back 10 s later, creates the instance there, once. With the member
+// left down the launch fails within its bound naming the member; the same launch
+// succeeds once the member is back.
+func TestLaunchWhileClusterMemberDown(t *testing.T) {
+	c := lxdtest.HoldCluster(t)
+	created := countCreations(t, c)
+	name, other := testName("lost"), testName("down")
+	t.Cleanup(func() {
+		_, _ = c.Lxc("delete", "--force", name)
+		_, _ = c.Lxc("delete", "--force", other)
+	})
+
+	c.KillMember(t, "c2")
+	back := make(chan error, 1)
+	go func() {
+		time.Sleep(10 * time.Second)
+		out, err := c.StartMembers()
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, out)
+		}
+		back <- err
+	}()
+	l := &Launch{Remote: c.Remote(), Name: name, Image: lxdtest.ClusterImage, Target: "c2"}
+	out, printed := mustValidateAndRun(t, l)
+	if err := <-back; err != nil {
+		t.Fatalf("start c2 again: %v", err)
+	}
+	wantContains(t, "output", printed, "transient fault: connection refused", `on cluster member "c2"`, "started")
+	if got := out["location"].AsString(); got != "c2" || clusterLocation(t, c, name) != "c2" {
+		t.Errorf("location %q, lxc list %q; want c2", got, clusterLocation(t, c, name))
+	}
+	if n := created(name); n != 1 {
+		t.Errorf("instance %s was created %d times, want once", name, n)
+	}
+
+	c.KillMember(t, "c2")
+	env, _ := taskstest.NewEnv(t)
+	env.TransientRetry = 5 * time.Second
+	l2 := &Launch{Remote: c.Remote(), Name: other, Image: lxdtest.ClusterImage, Target: "c2"}
+	if err := l2.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l2.Run(context.Background(), env)
+	if err == nil || !strings.Contains(err.Error(), `create on cluster member "c2"`) || !strings.Contains(err.Error(), "retried for") {
+		t.Fatalf("Run() with c2 down = %v, want the member named after the retries", err)
+	}
+	if out, err := c.StartMembers(); err != nil {
+		t.Fatalf("start c2 again: %v\n%s", err, out)
+	}
+	if out, _ := mustValidateAndRun(t, l2); out["location"].AsString() != "c2" {
+		t.Errorf("after c2 is back: location %q, want c2", out["location"].AsString())
+	}
+	if n := created(other); n != 1 {
+		t.Errorf("instance %s was created %d times, want once", other, n)
+	}
+}
+
+// countCreations listens to the lifecycle events of every member of c until the test
+// ends, listening again to a member whose daemon went away as soon as it answers; the
+// returned func counts the instance-created events of an instance so far. An event
+// reaches a listener on its own member and, forwarded, on the others: each counts once.
+func countCreations(t *testing.T, c lxdtest.Cluster) func(name string) int {
+	t.Helper()
+	type event struct{ location, source, at string }
+	var mu sync.Mutex
+	seen := map[event]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	for _, m := range c.Members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if srv, err := lxdclient.ConnectLXDUnix(filepath.Join(lxdtest.ClusterHome, m, "lxd", "unix.socket"), nil); err == nil {
+					if listener, err := srv.GetEvents(); err == nil {
+						_, _ = listener.AddHandler([]string{api.EventTypeLifecycle}, func(e api.Event) {
+							var lc api.EventLifecycle
+							if json.Unmarshal(e.Metadata, &lc) == nil && lc.Action == api.EventLifecycleInstanceCreated {
+								mu.Lock()
+								seen[event{e.Location, lc.Source, e.Timestamp.String()}] = true
+								mu.Unlock()
+							}
+						})
+						done := make(chan struct{})
+						go func() { _ = listener.Wait(); close(done) }()
+						select {
+						case <-stop:
+							listener.Disconnect()
+							return
+						case <-done:
+						}
+					}
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	return func(name string) int {
+		time.Sleep(time.Second) // events of the last moment
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for e := range seen {
+			if strings.TrimPrefix(e.source, "/1.0/instances/") == name {
+				n++
+			}
+		}
+		return n
+	}
+}

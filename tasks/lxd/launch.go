@@ -291,6 +291,11 @@ func (l *Launch) create(ctx context.Context, srv lxdclient.InstanceServer, env *
 	if err == nil {
 		err = waitOp(ctx, l.Remote, op)
 	}
+	if err != nil && l.Target != "" {
+		// LXD names the member's address only; a cluster member that is down is
+		// known by its name.
+		return fmt.Errorf("create on cluster member %q: %w", l.Target, err)
+	}
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
