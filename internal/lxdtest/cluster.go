@@ -1,6 +1,7 @@
 package lxdtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	lxdclient "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
 
 	"github.com/flowdev/flow/internal/ci"
 )
@@ -99,6 +104,65 @@ func startCluster(t testing.TB, mode int) Cluster {
 		ClientCert: filepath.Join(client, "client.crt"),
 		ClientKey:  filepath.Join(client, "client.key"),
 		ServerCert: filepath.Join(client, "servercerts", "lab-cluster.crt"),
+	}
+}
+
+// WatchCreations listens to the lifecycle events of every member of c until the test
+// ends, listening again to a member whose daemon went away as soon as it answers; the
+// returned func counts the instance-created events of an instance so far. An event
+// reaches a listener on its own member and, forwarded, on the others: each counts once.
+func (c Cluster) WatchCreations(t testing.TB) func(name string) int {
+	t.Helper()
+	type event struct{ location, source, at string }
+	var mu sync.Mutex
+	seen := map[event]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	for _, m := range c.Members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if srv, err := lxdclient.ConnectLXDUnix(filepath.Join(ClusterHome, m, "lxd", "unix.socket"), nil); err == nil {
+					if listener, err := srv.GetEvents(); err == nil {
+						_, _ = listener.AddHandler([]string{api.EventTypeLifecycle}, func(e api.Event) {
+							var lc api.EventLifecycle
+							if json.Unmarshal(e.Metadata, &lc) == nil && lc.Action == api.EventLifecycleInstanceCreated {
+								mu.Lock()
+								seen[event{e.Location, lc.Source, e.Timestamp.String()}] = true
+								mu.Unlock()
+							}
+						})
+						done := make(chan struct{})
+						go func() { _ = listener.Wait(); close(done) }()
+						select {
+						case <-stop:
+							listener.Disconnect()
+							return
+						case <-done:
+						}
+					}
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	return func(name string) int {
+		time.Sleep(time.Second) // events of the last moment
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for e := range seen {
+			if strings.TrimPrefix(e.source, "/1.0/instances/") == name {
+				n++
+			}
+		}
+		return n
 	}
 }
 
