@@ -20,6 +20,27 @@ variable "host_port" {
   description = "Host port on 127.0.0.1 forwarded to Prometheus's port 9090."
 }
 
+# On an LXD cluster (flows/k8s-lab/vars/lxd-cluster.hcl, make demo-cluster): the member's
+# container is reached through the cluster's remote, and the host port listens on the
+# address of the cluster member it runs on.
+variable "lxd_remote" {
+  type        = map(string)
+  default     = null
+  description = "The LXD remote the member container runs on (flows/k8s-lab's lxd_remote); null, this machine's daemon."
+}
+
+variable "targets" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: the cluster member each container was placed on (flows/k8s-lab's targets)."
+}
+
+variable "member_addresses" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: each cluster member's address (flows/k8s-lab's member_addresses); the host port listens on the member's."
+}
+
 variable "namespace" {
   type        = string
   default     = "monitoring"
@@ -85,9 +106,10 @@ task "wait_ready" "prometheus" {
 # member container, not on the host. A pod IP lasts only as long as its pod, so a new pod
 # (a restart, a new image) changes the address and the next run replaces the device.
 task "proxy_device" "prometheus" {
+  remote   = var.lxd_remote
   instance = var.member
   name     = "prometheus"
-  listen   = "tcp:127.0.0.1:${var.host_port}"
+  listen   = "tcp:${var.lxd_remote == null ? "127.0.0.1" : var.member_addresses[var.targets[var.member]]}:${var.host_port}"
   connect  = "tcp:${wait_ready.prometheus.pod_ips[0]}:9090"
   recreate = true
 }
