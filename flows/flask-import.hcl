@@ -97,14 +97,33 @@ variable "host_addresses" {
   description = "Each host's address, where the app ports of its members listen (flows/k8s-lab's host_addresses)."
 }
 
+variable "lxd_remote" {
+  type        = map(string)
+  default     = null
+  description = "The LXD remote that is host a (flows/k8s-lab's lxd_remote): on an LXD cluster, the cluster's."
+}
+
+variable "targets" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: the cluster member each member container was placed on (flows/k8s-lab's targets)."
+}
+
+variable "member_addresses" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: each cluster member's address (flows/k8s-lab's member_addresses), where the app ports of the containers it runs listen."
+}
+
 locals {
-  host_of    = { for m in var.members : m => lookup(var.hosts, m, "a") }
-  remote_of  = { for m, h in local.host_of : m => h == "a" ? null : var.remotes[h] }
-  address_of = { for m, h in local.host_of : m => var.host_addresses[h] }
-  app        = "${path.flow}/flask-app"
-  work       = "${path.cwd}/.flow/flask-demo"
-  tarball    = "${local.work}/flask-demo.tar"
-  ref        = "${var.registry}/flask-demo:${var.tag}"
+  host_of   = { for m in var.members : m => lookup(var.hosts, m, "a") }
+  remote_of = { for m, h in local.host_of : m => h == "a" ? var.lxd_remote : var.remotes[h] }
+  address_of = { for m, h in local.host_of : m => h == "a" && var.lxd_remote != null ?
+  var.member_addresses[var.targets[m]] : var.host_addresses[h] }
+  app     = "${path.flow}/flask-app"
+  work    = "${path.cwd}/.flow/flask-demo"
+  tarball = "${local.work}/flask-demo.tar"
+  ref     = "${var.registry}/flask-demo:${var.tag}"
   # for_each over one key or none: how a flow picks one of two ways of doing a step.
   with_flow   = var.builder == "flow" ? toset(["app"]) : toset([])
   with_docker = var.builder == "docker" ? toset(["app"]) : toset([])

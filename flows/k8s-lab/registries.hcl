@@ -40,3 +40,8 @@ module "registries" {
   addresses  = var.member_addresses
   depends_on = [exec.host_packages] # docker-registry, staged into the containers
 }
+
+output "registry" {
+  description = "The lab registry on this machine, ADDRESS:PORT (on an LXD cluster, the address of the member LXD's scheduler put it on): follow-on flows push and pull there, e.g. flask-import's base_image."
+  value       = module.registries.endpoints["lab-registry"]
+}
