@@ -4,7 +4,7 @@ BIN      := bin/flow
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo-jobs demo-jobs-teardown bench-jobs soak karmada-e2e karmada-e2e-ci all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-cluster demo-cluster-resume demo-cluster-teardown demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
+.PHONY: demo-jobs demo-jobs-teardown bench-jobs soak karmada-e2e karmada-e2e-ci all build test unit e2e bench bench-images bench-lab bench-k8s-lab demo demo-resume demo-teardown demo-2host demo-2host-resume demo-2host-teardown demo-2host-doctor demo-cluster demo-cluster-resume demo-cluster-teardown demo-cluster-doctor demo-drill demo-doctor demo-busybox demo-busybox-resume demo-busybox-teardown lab-setup k8s-bins fuzz fuzz-short fault-lxd fresh-path karmada-demo karmada-demo-resume karmada-demo-teardown fmt lint clean
 
 all: build
 
@@ -185,6 +185,11 @@ demo-cluster-resume: build
 
 demo-cluster-teardown: build
 	./$(BIN) destroy --state $(DEMOC_STATE) --auto-approve
+
+# The doctor on the cluster lab: each cluster checked through the cluster's remote, on
+# its member's address.
+demo-cluster-doctor: build
+	./$(BIN) run flows/lab-doctor.hcl --new --state .flow/lab-doctor-cluster.db $(DEMOC_VARS)
 
 # The seed's troubleshooting guide as a flow, on the running lab (flows/lab-doctor.hcl):
 # one line per problem, per cluster, each with the command that repairs it; exits 1 unless

@@ -63,14 +63,40 @@ variable "host_addresses" {
   description = "Each host's address, where its clusters' API ports listen (flows/k8s-lab's host_addresses)."
 }
 
+# On an LXD cluster (make demo-cluster-doctor passes flows/k8s-lab/vars/lxd-cluster.hcl):
+# every cluster is reached through the cluster's remote, and its API port on the address
+# of the cluster member it was placed on; its fixes say on which member.
+variable "lxd_remote" {
+  type        = map(string)
+  default     = null
+  description = "The LXD remote that is host a (flows/k8s-lab's lxd_remote): on an LXD cluster, the cluster's."
+}
+
+variable "targets" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: the cluster member each cluster was placed on (flows/k8s-lab's targets)."
+}
+
+variable "member_addresses" {
+  type        = map(string)
+  default     = {}
+  description = "On an LXD cluster: each cluster member's address (flows/k8s-lab's member_addresses)."
+}
+
 locals {
   config_dir = var.config_dir != "" ? var.config_dir : "${dirname(path.flow)}/.lab/k8s-lab"
   clusters   = merge(var.members, { (var.host_cluster) = var.host_port })
   doctor     = "${path.flow}/lab-doctor"
+  on_cluster = var.lxd_remote != null
   host_of    = { for c, _ in local.clusters : c => lookup(var.hosts, c, "a") }
-  # The LXD remote of a cluster on another host, as cluster.sh's last four arguments.
-  remote_args = { for c, h in local.host_of : c => h == "a" ? ["", "", "", ""] : [
-    var.remotes[h].address, var.remotes[h].client_cert, var.remotes[h].client_key, var.remotes[h].server_cert]
+  # Where a check says to run its fixes, and where the cluster's API port listens.
+  where_of   = { for c, h in local.host_of : c => h == "a" && local.on_cluster ? "${var.targets[c]} (LXD cluster member)" : h }
+  address_of = { for c, h in local.host_of : c => h == "a" && local.on_cluster ? var.member_addresses[var.targets[c]] : var.host_addresses[h] }
+  # The LXD remote of a cluster not on this machine's daemon, as cluster.sh's last four arguments.
+  remote_of = { for c, h in local.host_of : c => h == "a" ? var.lxd_remote : var.remotes[h] }
+  remote_args = { for c, r in local.remote_of : c => r == null ? ["", "", "", ""] : [
+    r.address, r.client_cert, r.client_key, r.server_cert]
   }
 }
 
@@ -78,7 +104,7 @@ task "exec" "cluster" {
   for_each    = local.clusters
   description = "One cluster: its container, processes, proxy port, node and pending pods."
   command = concat(["bash", "${local.doctor}/cluster.sh", each.key, tostring(each.value), "${local.config_dir}/${each.key}.config",
-  local.host_of[each.key], var.host_addresses[local.host_of[each.key]]], local.remote_args[each.key])
+  local.where_of[each.key], local.address_of[each.key]], local.remote_args[each.key])
   timeout = "2m"
 }
 
