@@ -120,7 +120,8 @@ func TestLaunchWhileClusterMemberDown(t *testing.T) {
 	c := lxdtest.HoldCluster(t)
 	created := c.WatchCreations(t)
 	name, other := testName("lost"), testName("down")
-	t.Cleanup(func() {
+	t.Cleanup(func() { // c2 back first: a test that failed with it down still deletes them
+		_, _ = c.StartMembers()
 		_, _ = c.Lxc("delete", "--force", name)
 		_, _ = c.Lxc("delete", "--force", other)
 	})
