@@ -129,6 +129,11 @@ func killLater(t *testing.T, tag, root, state string, p *proc, rng *rand.Rand) {
 	})
 	if doc.Status != "running" {
 		t.Logf("the resume ended (%s) before its kill after %d instances", doc.Status, at)
+		for _, task := range doc.Tasks {
+			if task.Status == "failed" { // the member back, nothing may fail
+				t.Errorf("%s failed in the resume that lost c2 for 10 s: %s", task.Address, task.Error)
+			}
+		}
 		p.wait(time.Minute)
 		return
 	}
