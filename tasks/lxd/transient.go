@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	lxdclient "github.com/canonical/lxd/client"
@@ -38,6 +39,11 @@ func transientFault(err error) string {
 		return "operation lost (LXD restarted)"
 	case errors.Is(err, errLeftStopped):
 		return "instance stopped while LXD was away"
+	case strings.Contains(err.Error(), "Missing event connection with target cluster member"):
+		// A member whose daemon restarted answers before the member we talk to has
+		// joined its event stream again: a request about its instances is refused
+		// for those seconds.
+		return "cluster member reconnecting (it restarted)"
 	}
 	return tasks.TransientFault(err)
 }

@@ -21,6 +21,7 @@ func TestTransientFault(t *testing.T) {
 		// A command's output may say anything: its exit code is a result.
 		{"exit code whose output names a refusal", &resultError{errors.New(`exec in "m1": exit code 7: wget: can't connect to remote host (127.0.0.1): connection refused`)}, ""},
 		{"wait_for that never passed", fmt.Errorf("launch: %w", &resultError{errors.New("wait_for did not exit 0; output: connection reset by peer")}), ""},
+		{"cluster member back, its events not yet joined", errors.New(`launch "lab-registry": get instance: Missing event connection with target cluster member`), "cluster member reconnecting (it restarted)"},
 		{"not found", errors.New("Instance not found"), ""},
 	}
 	for _, tt := range tests {
