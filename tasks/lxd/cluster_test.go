@@ -170,3 +170,20 @@ func TestLaunchWhileClusterMemberDown(t *testing.T) {
 		t.Errorf("instance %s was created %d times, want once", other, n)
 	}
 }
+
+// TestLaunchTargetGroup creates the instance in a cluster group (every cluster has
+// "default", holding every member): LXD's scheduler picks the member, location names
+// it, and a re-run finds the instance in the group.
+func TestLaunchTargetGroup(t *testing.T) {
+	c := lxdtest.StartCluster(t)
+	name := testName("grp")
+	t.Cleanup(func() { _, _ = c.Lxc("delete", "--force", name) })
+	l := &Launch{Remote: c.Remote(), Name: name, Image: lxdtest.ClusterImage, TargetGroup: "default"}
+	out, printed := mustValidateAndRun(t, l)
+	wantContains(t, "output", printed, `on cluster member "@default"`, "started")
+	if got := out["location"].AsString(); got == "" || got != clusterLocation(t, c, name) {
+		t.Errorf("location %q, lxc list %q; want the same member", got, clusterLocation(t, c, name))
+	}
+	_, printed = mustValidateAndRun(t, l)
+	wantContains(t, "re-run output", printed, `instance "`+name+`" already present`)
+}

@@ -31,6 +31,7 @@ type Launch struct {
 	WaitTimeout tasks.Duration               `hcl:"wait_timeout,optional" doc:"How long wait_for may take to succeed, as a duration; default \"60s\"."`
 	Recreate    bool                         `hcl:"recreate,optional" doc:"Replace an existing instance that differs from the declaration (stop, delete, create) instead of failing."`
 	Target      string                       `hcl:"target,optional" doc:"Cluster member to create the instance on, as lxc launch --target does, or @GROUP for any member of that cluster group; unset, LXD chooses (the member with the fewest instances). Only for a remote that is an LXD cluster. An existing instance on a member the target does not name is a difference."`
+	TargetGroup string                       `hcl:"target_group,optional" doc:"Cluster group to create the instance in (any of its members, LXD's scheduler choosing), as target = \"@GROUP\" says; not with target. Only for a remote that is an LXD cluster."`
 }
 
 const defaultWaitTimeout = 60 * time.Second
@@ -116,6 +117,15 @@ func (l *Launch) Validate() error {
 	if err := targetError(l.Target); err != nil {
 		return &tasks.AttrError{Attr: "target", Err: err}
 	}
+	switch {
+	case l.TargetGroup != "" && l.Target != "":
+		return &tasks.AttrError{Attr: "target_group", Err: errors.New("set target or target_group, not both")}
+	case strings.HasPrefix(l.TargetGroup, "@"):
+		return &tasks.AttrError{Attr: "target_group", Err: fmt.Errorf("%q: a group's name, without target's \"@\"", l.TargetGroup)}
+	}
+	if err := targetError("@" + l.TargetGroup); l.TargetGroup != "" && err != nil {
+		return &tasks.AttrError{Attr: "target_group", Err: err}
+	}
 	return nil
 }
 
@@ -129,6 +139,9 @@ func (l *Launch) Run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error)
 func (l *Launch) run(ctx context.Context, env *tasks.Env) (tasks.Outputs, error) {
 	cp := *l
 	cp.Remote = remoteIn(env, l.Remote)
+	if cp.TargetGroup != "" {
+		cp.Target = "@" + cp.TargetGroup // one way to say it from here on
+	}
 	l = &cp // its local paths taken from env's directory
 	srv, err := connect(ctx, l.Remote)
 	if err != nil {

@@ -46,6 +46,10 @@ func TestValidateTypesA(t *testing.T) {
 		{Name: "launch target slash", Task: &Launch{Name: "m1", Image: "x", Target: "c/2"}, Attr: "target", Msg: `must not contain "/"`},
 		{Name: "launch target two @", Task: &Launch{Name: "m1", Image: "x", Target: "@@g"}, Attr: "target", Msg: `but as its first character`},
 		{Name: "launch target space", Task: &Launch{Name: "m1", Image: "x", Target: "c 2"}, Attr: "target", Msg: "white space"},
+		{Name: "launch target_group", Task: &Launch{Name: "m1", Image: "x", TargetGroup: "edge"}},
+		{Name: "launch target and target_group", Task: &Launch{Name: "m1", Image: "x", Target: "c2", TargetGroup: "edge"}, Attr: "target_group", Msg: "not both"},
+		{Name: "launch target_group with @", Task: &Launch{Name: "m1", Image: "x", TargetGroup: "@edge"}, Attr: "target_group", Msg: `without target's "@"`},
+		{Name: "launch target_group slash", Task: &Launch{Name: "m1", Image: "x", TargetGroup: "e/g"}, Attr: "target_group", Msg: `must not contain "/"`},
 
 		{Name: "delete", Task: &Delete{Instances: []string{"a", "b"}, Profiles: []string{"p"}, Images: []string{"i"}, Force: &no}},
 		{Name: "delete nothing", Task: &Delete{}, Attr: "instances", Msg: "nothing to delete"},
