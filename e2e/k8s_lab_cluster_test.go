@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,10 +209,8 @@ func checkClusterLabGone(t *testing.T, c lxdtest.Cluster, configDir string) {
 			t.Fatal(err)
 		}
 		for _, n := range strings.Fields(out) {
-			for _, lab := range clusterLabInstances {
-				if n == lab {
-					t.Errorf("instance %s survived the teardown (member %s lists it)", n, m)
-				}
+			if slices.Contains(clusterLabInstances, n) {
+				t.Errorf("instance %s survived the teardown (member %s lists it)", n, m)
 			}
 		}
 	}

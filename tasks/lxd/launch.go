@@ -117,13 +117,16 @@ func (l *Launch) Validate() error {
 	if err := targetError(l.Target); err != nil {
 		return &tasks.AttrError{Attr: "target", Err: err}
 	}
-	switch {
-	case l.TargetGroup != "" && l.Target != "":
+	if l.TargetGroup == "" {
+		return nil
+	}
+	if l.Target != "" {
 		return &tasks.AttrError{Attr: "target_group", Err: errors.New("set target or target_group, not both")}
-	case strings.HasPrefix(l.TargetGroup, "@"):
+	}
+	if strings.HasPrefix(l.TargetGroup, "@") {
 		return &tasks.AttrError{Attr: "target_group", Err: fmt.Errorf("%q: a group's name, without target's \"@\"", l.TargetGroup)}
 	}
-	if err := targetError("@" + l.TargetGroup); l.TargetGroup != "" && err != nil {
+	if err := targetError("@" + l.TargetGroup); err != nil {
 		return &tasks.AttrError{Attr: "target_group", Err: err}
 	}
 	return nil
